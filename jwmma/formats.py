@@ -1,0 +1,189 @@
+"""Number formats of the matrix operands and accumulators, and their bit-level decoding.
+
+Everything here works on integer bit patterns, never on float arithmetic: XLA's CPU backend
+flushes f32 subnormals (inputs and results, the f64->f32 cast included), while the matrix
+cores keep them. So operands are decoded with integer ops into (sign, significand, exponent)
+fields, and results are rounded into bit patterns by `jwmma.rounding`.
+
+Formats (NUMERICS.md section 3): gfx950 and gfx12 decode OCP FP8 (E4M3FN "fp8", E5M2 "bf8");
+the FNUZ variants of gfx942 are described too, for completeness and for studies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import lax
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format. ``nan``: 'ieee' (exponent all ones, mantissa != 0),
+    'fn' (only exponent and mantissa all ones: OCP E4M3FN), 'fnuz' (only 0x80)."""
+
+    name: str
+    ebits: int
+    mbits: int
+    bias: int
+    inf: bool
+    nan: str
+    dtype: np.dtype
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.ebits + self.mbits
+
+    @property
+    def min_exp(self) -> int:
+        """Exponent of the smallest normal number (subnormals share it)."""
+        return 1 - self.bias
+
+    @property
+    def max_exp(self) -> int:
+        top = (1 << self.ebits) - 1
+        if self.nan == "ieee":
+            top -= 1  # the all-ones exponent is Inf/NaN
+        return top - self.bias
+
+    @property
+    def max_finite(self) -> float:
+        return float(ml_dtypes.finfo(self.dtype).max)
+
+    @property
+    def is_float(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class IntFormat:
+    name: str
+    bits: int
+    signed: bool
+
+    @property
+    def is_float(self) -> bool:
+        return False
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+
+
+F32 = FloatFormat("f32", 8, 23, 127, True, "ieee", np.dtype(np.float32))
+F16 = FloatFormat("f16", 5, 10, 15, True, "ieee", np.dtype(np.float16))
+BF16 = FloatFormat("bf16", 8, 7, 127, True, "ieee", np.dtype(ml_dtypes.bfloat16))
+FP8 = FloatFormat("fp8", 4, 3, 7, False, "fn", np.dtype(ml_dtypes.float8_e4m3fn))
+BF8 = FloatFormat("bf8", 5, 2, 15, True, "ieee", np.dtype(ml_dtypes.float8_e5m2))
+FP8_FNUZ = FloatFormat("fp8_fnuz", 4, 3, 8, False, "fnuz", np.dtype(ml_dtypes.float8_e4m3fnuz))
+BF8_FNUZ = FloatFormat("bf8_fnuz", 5, 2, 16, False, "fnuz", np.dtype(ml_dtypes.float8_e5m2fnuz))
+
+I8 = IntFormat("i8", 8, True)
+U8 = IntFormat("u8", 8, False)
+I4 = IntFormat("i4", 4, True)
+U4 = IntFormat("u4", 4, False)
+I32 = IntFormat("i32", 32, True)
+
+FLOAT_FORMATS = {f.name: f for f in (F32, F16, BF16, FP8, BF8, FP8_FNUZ, BF8_FNUZ)}
+INT_FORMATS = {f.name: f for f in (I8, U8, I4, U4, I32)}
+
+#: exponent that MMA-Sim gives to a zero of any format (NUMERICS.md 1.1)
+ZERO_EXP = -126
+
+
+def int_format(type_name: str, signed: bool) -> IntFormat:
+    """The element format of an integer operand type ('iu8', 'iu4', 'i8') and signedness."""
+    if type_name == "i8":
+        return I8
+    width = {"iu8": 8, "iu4": 4}[type_name]
+    return {(8, True): I8, (8, False): U8, (4, True): I4, (4, False): U4}[(width, signed)]
+
+
+class Fields(NamedTuple):
+    """Decoded float operand, all int32 except the flags (bool) and ``val`` (float32).
+
+    value = (-1)**sign * sig * 2**(exp - mbits); ``exp`` follows MMA-Sim (subnormals share
+    ``min_exp``, zero gets -126). ``val`` is the exact float32 value for formats whose every
+    value is a normal f32 or zero (f16, fp8, bf8); it is None otherwise.
+    """
+
+    sign: jnp.ndarray
+    sig: jnp.ndarray
+    exp: jnp.ndarray
+    nan: jnp.ndarray
+    inf: jnp.ndarray
+    val: jnp.ndarray | None
+
+
+def _exactly_normal_in_f32(fmt: FloatFormat) -> bool:
+    return fmt.min_exp - fmt.mbits >= -126 and fmt.max_exp <= 127
+
+
+def decode(fmt: FloatFormat, code: jnp.ndarray) -> Fields:
+    """Decode ``fmt`` bit patterns held in the low bits of an integer array."""
+    code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
+    mmask = (1 << fmt.mbits) - 1
+    emask = (1 << fmt.ebits) - 1
+    sign = (code >> (fmt.bits - 1)) & 1
+    ef = (code >> fmt.mbits) & emask
+    mant = code & mmask
+    sig = jnp.where(ef != 0, mant | (1 << fmt.mbits), mant)
+    if fmt.nan == "ieee":
+        special = ef == emask
+        nan = special & (mant != 0)
+        inf = special & (mant == 0)
+    elif fmt.nan == "fn":
+        nan = (ef == emask) & (mant == mmask)
+        inf = jnp.zeros_like(nan)
+    else:  # fnuz: 0x80 is the only NaN, there is no -0
+        nan = code == (1 << (fmt.bits - 1))
+        inf = jnp.zeros_like(nan)
+        sign = jnp.where(nan, 0, sign)
+    special = nan | inf
+    sig = jnp.where(special, 0, sig)
+    exp = jnp.where(sig == 0, ZERO_EXP, jnp.maximum(ef, 1) - fmt.bias)
+    val = None
+    if _exactly_normal_in_f32(fmt):
+        mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
+        mag = jnp.where(inf, jnp.float32(np.inf), mag)
+        mag = jnp.where(nan, jnp.float32(np.nan), mag)
+        val = jnp.where(sign == 1, -mag, mag)
+    return Fields(sign, sig, exp, nan, inf, val)
+
+
+def decode_int(fmt: IntFormat, code: jnp.ndarray) -> jnp.ndarray:
+    """Sign- or zero-extend ``fmt.bits``-wide integers held in the low bits of ``code``."""
+    code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
+    if fmt.signed:
+        code = jnp.where(code >= (1 << (fmt.bits - 1)), code - (1 << fmt.bits), code)
+    return code
+
+
+def pow2_f32(n: jnp.ndarray) -> jnp.ndarray:
+    """2**n as float32 for integer n in [-126, 127], written into the exponent bits
+    (jnp.exp2 is exp(x*ln2) in XLA and not exact)."""
+    n = jnp.asarray(n, jnp.int32)
+    return lax.bitcast_convert_type(((n + 127) & 0xFF) << 23, jnp.float32)
+
+
+# ----------------------------------------------------------------------------- host side
+def to_codes(fmt: FloatFormat | IntFormat, x) -> np.ndarray:
+    """Host helper: logical values (numpy / ml_dtypes / ints) -> int32 codes of ``fmt``."""
+    x = np.asarray(x)
+    if isinstance(fmt, IntFormat):
+        v = x.astype(np.int64)
+        return (v & ((1 << fmt.bits) - 1)).astype(np.int32)
+    v = x.astype(fmt.dtype)
+    width = {16: np.uint16, 8: np.uint8}[fmt.bits]
+    return v.view(width).astype(np.int32)
+
+
+def from_codes(fmt: FloatFormat, codes) -> np.ndarray:
+    width = {16: np.uint16, 8: np.uint8}[fmt.bits]
+    return np.asarray(codes).astype(width).view(fmt.dtype)

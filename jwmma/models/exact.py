@@ -1,0 +1,145 @@
+"""The `exact` model: products exact, their sum with C exact, one rounding to the destination
+(round to nearest even, gradual underflow, overflow to Inf), IEEE special values.
+
+How the exact sum is formed without arbitrary precision: the products of two narrow formats
+have a bounded exponent range, so they are summed in float64 in a few exponent *bands*, each
+band sum being exact (its terms share a grid and their total fits 53 bits). The band sums and
+C are then added exactly as integers in a few int64 *limbs* of W bits on one global grid, and
+the leading 2-3 limbs plus a sticky bit are rounded into the destination format.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+
+from ..formats import ZERO_EXP, decode
+from ..rounding import QNAN, fields_to_f64, pow2_f64, round_to_format
+from .base import Context, Model
+from .specials import product_specials
+
+
+def _plan(ctx: Context, k: int):
+    """Static band/limb geometry for K products of formats ctx.a x ctx.b and accumulator ctx.c."""
+    fa, fb, fc = ctx.a, ctx.b, ctx.c
+    mab = fa.mbits + fb.mbits
+    sigbits = mab + 2
+    emin = fa.min_exp + fb.min_exp
+    emax = fa.max_exp + fb.max_exp
+    lg = max(1, math.ceil(math.log2(max(k, 2))))
+    w_bound = 54 - sigbits - lg
+    need = fc.mbits + 4  # bits of the rounding window: target precision + guard bits
+    for w in range(min(31, w_bound), 0, -1):
+        nw = max(2, -(-(need - 1) // w) + 1)
+        if nw * w <= 62:
+            break
+    else:  # pragma: no cover - K beyond any use
+        raise ValueError(f"K={k} is too large for the exact model")
+    nb = -(-(emax - emin + 1) // w)
+    c_lsb = fc.min_exp - fc.mbits
+    t = max(0, -(-((emin - mab) - c_lsb) // w))
+    g0 = emin - mab - t * w
+    top = max(emax - mab + sigbits + lg + 1, fc.max_exp + 2)
+    nl = -(-(top - g0) // w) + 2
+    return dict(w=w, nw=nw, nb=nb, t=t, g0=g0, nl=nl, emin=emin, mab=mab)
+
+
+def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int):
+    """Bits of RN(sum_k p_k + C) in ``ctx.c`` for finite products.
+
+    p_f64 (..., K, N): exact float64 products (0 where absent); p_exp: MMA-Sim exponent sums
+    (the band key); p_sign: product signs (for the sign of an exact zero); c_fields: decoded
+    finite accumulator. Returns (bits, is_zero)."""
+    fc = ctx.c
+    g = _plan(ctx, k)
+    w, nw, nb, t, g0, nl = g["w"], g["nw"], g["nb"], g["t"], g["g0"], g["nl"]
+    shape = jnp.broadcast_shapes(p_f64.shape[:-2] + p_f64.shape[-1:], c_fields.sig.shape)
+    zero = jnp.zeros(shape, jnp.int64)
+    limbs = [zero] * nl
+    band = jnp.clip((p_exp - g["emin"]) // w, 0, nb - 1)
+    for j in range(nb):
+        part = p_f64 if nb == 1 else jnp.where(band == j, p_f64, 0.0)
+        s = part.sum(axis=-2)  # exact: the band's terms share a grid and fit 53 bits
+        grid = g["emin"] - g["mab"] + j * w
+        limbs[t + j] = limbs[t + j] + (s * pow2_f64(-grid)).astype(jnp.int64)
+    # C = +-csig * 2**(ec - mbits), placed on the limb grid (it spans at most 3 limbs)
+    csig = c_fields.sig.astype(jnp.int64)
+    off = (c_fields.exp - fc.mbits - g0).astype(jnp.int64)
+    off = jnp.where(csig == 0, 0, off)
+    li, r = off // w, off % w
+    v = csig << r
+    parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
+    cneg = c_fields.sign == 1
+    for q in range(nl):
+        add = zero
+        for d, part in enumerate(parts):
+            add = add + jnp.where(li + d == q, part, 0)
+        limbs[q] = limbs[q] + jnp.where(cneg, -add, add)
+    limbs, carry = _normalize(limbs, w)
+    neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
+    limbs[-1] = limbs[-1] + (carry << w)
+    limbs, _ = _normalize([jnp.where(neg, -x, x) for x in limbs], w)
+    stack = jnp.stack(limbs, axis=-1)  # (..., N, nl), each in [0, 2**w)
+    nz = stack != 0
+    idx = jnp.arange(nl)
+    h = jnp.max(jnp.where(nz, idx, -1), axis=-1)
+    pad = jnp.concatenate([jnp.zeros(stack.shape[:-1] + (nw - 1,), jnp.int64), stack], axis=-1)
+    mag = jnp.zeros(shape, jnp.int64)
+    for d in range(nw):  # limbs h, h-1, ..., h-nw+1 (padded index h + nw - 1 - d)
+        pick = jnp.take_along_axis(pad, (jnp.maximum(h, 0) + nw - 1 - d)[..., None], axis=-1)[..., 0]
+        mag = (mag << w) | pick
+    below = jnp.cumsum(nz.astype(jnp.int32), axis=-1)  # nonzero limbs at or below each index
+    lo_idx = jnp.maximum(h, 0) - nw  # highest limb index under the window
+    sticky = jnp.where(
+        lo_idx >= 0,
+        jnp.take_along_axis(below, jnp.maximum(lo_idx, 0)[..., None], axis=-1)[..., 0] > 0,
+        False,
+    )
+    scale = g0 + (jnp.maximum(h, 0) - nw + 1) * w
+    is_zero = h < 0
+    bits = round_to_format(neg.astype(jnp.int32), jnp.where(is_zero, 0, mag), scale, fc, sticky)
+    return bits, is_zero
+
+
+def _normalize(limbs, w):
+    mask = (1 << w) - 1
+    out, carry = [], jnp.zeros_like(limbs[0])
+    for x in limbs:
+        v = x + carry
+        out.append(v & mask)
+        carry = v >> w
+    return out, carry
+
+
+@dataclass(frozen=True)
+class Exact(Model):
+    """Exact products and sum (C included), one RNE rounding to the destination format.
+
+    An exact zero is +0 unless every product and C are -0 (IEEE sum rule)."""
+
+    name = "exact"
+
+    def accumulate(self, a, b, c_bits, ctx: Context):
+        fa, fb, fc = ctx.a, ctx.b, ctx.c
+        k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
+        cf = decode(fc, c_bits)
+        nan_p, pinf_p, ninf_p = product_specials(a, b)
+        any_nan = nan_p.any(-2) | cf.nan
+        pinf = pinf_p.any(-2) | (cf.inf & (cf.sign == 0))
+        ninf = ninf_p.any(-2) | (cf.inf & (cf.sign == 1))
+        finite = ~(a.nan | a.inf) & ~(b.nan | b.inf)
+        pa = fields_to_f64(a.sign, a.sig, a.exp, fa.mbits)
+        pb = fields_to_f64(b.sign, b.sig, b.exp, fb.mbits)
+        p = jnp.where(finite, pa * pb, 0.0)
+        psign = a.sign ^ b.sign
+        pexp = jnp.where(finite, a.exp + b.exp, ZERO_EXP)
+        cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
+        bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
+        all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf
+        bits = jnp.where(is_zero, jnp.where(all_neg_zero, 1 << (fc.bits - 1), 0), bits)
+        inf_bits = ((1 << fc.ebits) - 1) << fc.mbits
+        bits = jnp.where(pinf, inf_bits, bits)
+        bits = jnp.where(ninf, inf_bits | (1 << (fc.bits - 1)), bits)
+        bits = jnp.where(any_nan | (pinf & ninf), QNAN[fc.name], bits)
+        return bits.astype(jnp.int32)

@@ -1,0 +1,211 @@
+"""Fused group dot-products with truncated alignment: MMA-Sim's CDNA3 algorithm and its family.
+
+NUMERICS.md section 1.3 (MMA-Sim ``amd_fused_dot_rd_add``; ``MMA_TR_FDPA`` / ``MMA_GTR_FDPA``
+with F=24, F2=31). Per output, the K products are taken in consecutive groups; per group:
+
+* specials first (IEEE propagation as a float64 sum would give; bf16 products >= 2**128 give Inf);
+* every product P_k * 2**(E_k - mab) is aligned to ``frac_bits`` fractional bits of the group's
+  largest exponent E_T, rounding its magnitude toward zero (``product_rounding``);
+* fp8 groups are summed in two stages (even and odd positions), merged with floor shifts;
+* the sum is floored to ``sum_bits`` fractional bits of Mx = max(E, exponent of C), C to
+  ``frac_bits`` (and, in the two-stage path, C far below is dropped), both added exactly and
+  rounded to f32 (RNE, gradual underflow). The f32 result is the next group's C.
+
+All product work is int32; the combine step with C uses int64.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+from jax import lax
+
+from ..formats import F32, decode
+from ..rounding import QNAN, round_to_format
+from .base import Context, Model
+from .grouping import over_groups
+from .specials import product_specials
+
+ROUNDINGS = ("truncate", "floor", "nearest")
+NO_EXP = -(2**20)  # exponent of a zero product that must not set the group maximum
+
+
+def align(p, sh, neg, rounding: str, dtype):
+    """Signed value of the unsigned magnitude ``p`` scaled by 2**-sh (sh may be negative:
+    left shift), rounded as ``rounding`` says ('truncate': toward zero; 'floor';
+    'nearest': to nearest, ties to even)."""
+    p = p.astype(dtype)
+    width = 63 if dtype == jnp.int64 else 31
+    left = jnp.clip(-sh, 0, width).astype(dtype)
+    right = jnp.clip(sh, 0, width - 1).astype(dtype)
+    if rounding == "truncate":
+        mag = jnp.where(sh > 0, p >> right, p << left)
+        return jnp.where(neg, -mag, mag)
+    v = jnp.where(neg, -p, p)
+    if rounding == "floor":
+        return jnp.where(sh > 0, v >> right, v << left)
+    q = v >> right
+    r = v - (q << right)
+    half = jnp.where(right > 0, jnp.asarray(1, dtype) << jnp.maximum(right - 1, 0), 0)
+    up = (r > half) | ((r == half) & (right > 0) & ((q & 1) == 1))
+    return jnp.where(sh > 0, q + up.astype(dtype), v << left)
+
+
+@dataclass(frozen=True)
+class FusedGroups(Model):
+    """The parametrised fused-group model. ``None`` fields take the CDNA3 choice for the
+    operand formats: group 16 and two stages for 8-bit inputs, group 8 otherwise; C is
+    dropped far below the sum exactly when the path is two-stage.
+
+    Two details differ between MMA-Sim's published versions; both are parameters:
+    ``zero_exponent``: None (MMA-Sim 2.x, PyPI): zero products take no part in the group's
+    maximum exponent; an int (-126: MMA-Sim c785138, NUMERICS.md 1.1): every zero factor
+    has this exponent, so zero products can set the maximum.
+    ``renormalize``: True (2.x): the group sum is floored to sum_bits+1 fractional bits of
+    Mx, added to C, renormalised and floored to sum_bits fractional bits of its own leading
+    exponent before the f32 rounding; False (c785138): floored to sum_bits bits of Mx and
+    added to C exactly.
+    """
+
+    group: int | None = None
+    frac_bits: int = 24
+    sum_bits: int = 31
+    two_stage: bool | None = None
+    product_rounding: str = "truncate"
+    c_drop: bool | None = None
+    zero_exponent: int | None = None
+    renormalize: bool = True
+
+    name = "fused"
+
+    def __post_init__(self):
+        if self.group is not None and (not isinstance(self.group, int) or self.group < 1):
+            raise ValueError(f"group must be a positive int or None, got {self.group!r}")
+        if not (isinstance(self.frac_bits, int) and 1 <= self.frac_bits <= 40):
+            raise ValueError(f"frac_bits must be an int in [1, 40], got {self.frac_bits!r}")
+        if not (isinstance(self.sum_bits, int) and self.frac_bits <= self.sum_bits <= 48):
+            raise ValueError(
+                f"sum_bits must be an int in [frac_bits={self.frac_bits}, 48], got {self.sum_bits!r}"
+            )
+        if self.product_rounding not in ROUNDINGS:
+            raise ValueError(f"product_rounding must be one of {ROUNDINGS}, got {self.product_rounding!r}")
+        if self.zero_exponent is not None and not isinstance(self.zero_exponent, int):
+            raise ValueError(f"zero_exponent must be None or an int, got {self.zero_exponent!r}")
+
+    # ------------------------------------------------------------------ static choices
+    def resolved(self, ctx: Context):
+        eight = max(ctx.a.bits, ctx.b.bits) == 8
+        group = self.group or (16 if eight else 8)
+        two = eight if self.two_stage is None else self.two_stage
+        drop = two if self.c_drop is None else self.c_drop
+        if two and group < 2:
+            raise ValueError("a two-stage model needs group >= 2")
+        return group, two, drop
+
+    def check(self, ctx: Context):
+        why = super().check(ctx)
+        if why:
+            return why
+        if ctx.c != F32:
+            return f"{self.describe()} accumulates in f32; it does not model {ctx.c.name} outputs"
+        return None
+
+    def describe(self):
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__dataclass_fields__)
+        return f"{type(self).__name__}({fields})"
+
+    # ------------------------------------------------------------------ arithmetic
+    def accumulate(self, a, b, c_bits, ctx: Context):
+        group, two, drop = self.resolved(ctx)
+        return over_groups(a, b, c_bits, group, lambda ga, gb, acc: self._group(ga, gb, acc, ctx, two, drop))
+
+    def _group(self, a, b, c_bits, ctx: Context, two: bool, drop: bool):
+        fa, fb = ctx.a, ctx.b
+        mab = fa.mbits + fb.mbits
+        F, F2 = self.frac_bits, self.sum_bits
+        g = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
+        half = -(-g // 2) if two else g
+        wide = F + 2 + math.ceil(math.log2(max(half, 2))) + 1 > 31
+        dt = jnp.int64 if wide else jnp.int32
+        P = a.sig * b.sig  # < 2**(mab+2): exact in int32
+        if self.zero_exponent is None:
+            E = jnp.where(P == 0, NO_EXP, a.exp + b.exp)
+        else:
+            z = self.zero_exponent
+            E = jnp.where(a.sig == 0, z, a.exp) + jnp.where(b.sig == 0, z, b.exp)
+        neg = (a.sign ^ b.sign) == 1
+
+        def fused_sum(P, E, neg):
+            ET = E.max(axis=-2)
+            sh = ET[..., None, :] - E + (mab - F)
+            return align(P, sh, neg, self.product_rounding, dt).sum(axis=-2), ET
+
+        if two:
+            S0, E0 = fused_sum(P[..., 0::2, :], E[..., 0::2, :], neg[..., 0::2, :])
+            S1, E1 = fused_sum(P[..., 1::2, :], E[..., 1::2, :], neg[..., 1::2, :])
+            Es = jnp.maximum(E0, E1)
+            lim = 63 if wide else 31
+            S = (S0 >> jnp.minimum(Es - E0, lim).astype(dt)) + (S1 >> jnp.minimum(Es - E1, lim).astype(dt))
+        else:
+            S, Es = fused_sum(P, E, neg)
+
+        cf = decode(F32, c_bits)
+        finite_c = ~(cf.nan | cf.inf)
+        csig = jnp.where(finite_c, cf.sig, 0).astype(jnp.int64)
+        ec = cf.exp
+        S = S.astype(jnp.int64)
+        Mx = jnp.maximum(Es, ec).astype(jnp.int64)
+        d = Mx - Es
+        ks = F2 + 1 - F if self.renormalize else F2 - F  # S grid: 2**(Mx - F - ks)
+        s_hi = _shift(S, ks - d)
+        Cs = jnp.where(cf.sign == 1, -csig, csig)
+        c_lo = _shift(Cs, (F - F32.mbits) - (Mx - ec))
+        if drop:
+            c_lo = jnp.where(ec < Mx - (F + 1), 0, c_lo)
+        R = s_hi + (c_lo << ks)  # units of 2**(Mx - F - ks)
+        unit = Mx - F - ks
+        if self.renormalize:  # floor to sum_bits fractional bits of the sum's own exponent
+            lead = 63 - lax.clz(jnp.abs(R)) + unit
+            t = jnp.maximum(lead, F32.min_exp) - F2 - unit
+            t = jnp.clip(t, 0, 63)
+            R = (R >> t) << t
+        bits = round_to_format((R < 0).astype(jnp.int32), jnp.abs(R), unit, F32)
+
+        # ---- specials, decided before anything else (IEEE propagation of the float64 sum)
+        nan_p, pinf_p, ninf_p = product_specials(a, b)
+        if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
+            finite_p = ~(a.nan | a.inf | b.nan | b.inf)
+            lead_p = 31 - lax.clz(P) + a.exp + b.exp - mab  # exponent of the leading bit
+            big = finite_p & (P != 0) & (lead_p >= 128)
+            if self.renormalize:  # MMA-Sim 2.x: an overflowing product is an Inf product
+                pinf_p = pinf_p | (big & ~neg)
+                ninf_p = ninf_p | (big & neg)
+            else:  # c785138: overflow is looked at only when the float64 sum is finite
+                bpos = (big & ~neg).any(axis=-2)
+                bneg = (big & neg).any(axis=-2)
+                bits = jnp.where(bpos, 0x7F800000, bits)
+                bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
+                bits = jnp.where(bpos & bneg, QNAN["f32"], bits)
+        pinf = pinf_p.any(axis=-2) | (cf.inf & (cf.sign == 0))
+        ninf = ninf_p.any(axis=-2) | (cf.inf & (cf.sign == 1))
+        znan = nan_p.any(axis=-2) | cf.nan | (pinf & ninf)
+        bits = jnp.where(pinf, 0x7F800000, bits)
+        bits = jnp.where(ninf, jnp.int32(-0x800000), bits)  # 0xFF800000
+        bits = jnp.where(znan, QNAN["f32"], bits)
+        return bits.astype(jnp.int32)
+
+
+def _shift(x, n):
+    """floor(x * 2**n) for int64 x and integer n of either sign."""
+    return jnp.where(n >= 0, x << jnp.clip(n, 0, 63), x >> jnp.clip(-n, 0, 63))
+
+
+@dataclass(frozen=True)
+class CDNA3(FusedGroups):
+    """MMA-Sim's bit-accurate CDNA3 (gfx942) MFMA algorithm, applied to the compressed
+    products (NUMERICS.md 1.3-1.4). The named preset ``"cdna3"`` is ``CDNA3()``, MMA-Sim 2.x
+    (PyPI) as it stands; ``"cdna3_c785138"`` is the earlier GitHub version NUMERICS.md
+    section 1.3 transcribes: ``CDNA3(zero_exponent=-126, renormalize=False)``."""
+
+    name = "cdna3"

@@ -1,0 +1,46 @@
+"""Walk the K axis (-2) of decoded operands in consecutive groups, carrying the accumulator.
+
+A few groups (one instruction) are unrolled; many (a long free-standing dot) go through
+`lax.scan` so the program stays small. A last partial group is handled on its own.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+UNROLL = 16
+
+
+def _slice(x, lo, hi):
+    return jax.tree_util.tree_map(lambda t: t[..., lo:hi, :], x)
+
+
+def _stack_groups(x, n, g):
+    def f(t):
+        t = t[..., : n * g, :]
+        t = t.reshape(*t.shape[:-2], n, g, t.shape[-1])
+        return jnp.moveaxis(t, -3, 0)
+
+    return jax.tree_util.tree_map(f, x)
+
+
+def over_groups(a, b, acc, group: int, step):
+    """acc <- step(a_group, b_group, acc) for consecutive groups of ``group`` along axis -2."""
+    k = jnp.broadcast_shapes(jax.tree_util.tree_leaves(a)[0].shape, jax.tree_util.tree_leaves(b)[0].shape)[-2]
+    n_full, rest = divmod(k, group)
+    shape = jnp.broadcast_shapes(
+        jax.tree_util.tree_leaves(a)[0].shape[:-2] + jax.tree_util.tree_leaves(a)[0].shape[-1:],
+        jax.tree_util.tree_leaves(b)[0].shape[:-2] + jax.tree_util.tree_leaves(b)[0].shape[-1:],
+        acc.shape,
+    )
+    acc = jnp.broadcast_to(acc, shape)
+    if n_full <= UNROLL:
+        for i in range(n_full):
+            acc = step(_slice(a, i * group, (i + 1) * group), _slice(b, i * group, (i + 1) * group), acc)
+    else:
+        xs = (_stack_groups(a, n_full, group), _stack_groups(b, n_full, group))
+        acc, _ = lax.scan(lambda c, x: (step(x[0], x[1], c), None), acc, xs)
+    if rest:
+        acc = step(_slice(a, n_full * group, k), _slice(b, n_full * group, k), acc)
+    return acc

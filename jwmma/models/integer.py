@@ -1,0 +1,50 @@
+"""Integer builtins: exact dot; without clamp the i32 result wraps mod 2**32; with clamp it
+saturates to [-2**31, 2**31 - 1], either once at the end (``staging="final"``) or after each
+of the two stages GoC describes for RDNA4 SWMMAC (``staging="staged"``, NUMERICS.md section 4):
+stage s holds compressed positions ck with (ck // 8) % 2 == s, i.e. ck = 16*(l//8) + 8*s + l%8.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+
+from .base import Context, Model
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _wrap32(x):
+    return (((x + 2**31) & 0xFFFFFFFF) - 2**31).astype(jnp.int32)
+
+
+def _sat32(x):
+    return jnp.clip(x, INT32_MIN, INT32_MAX).astype(jnp.int32)
+
+
+@dataclass(frozen=True)
+class IntegerDot(Model):
+    staging: str = "final"
+
+    name = "integer"
+    integer = True
+
+    def __post_init__(self):
+        if self.staging not in ("final", "staged"):
+            raise ValueError(f"staging must be 'final' or 'staged', got {self.staging!r}")
+
+    def describe(self):
+        return {"final": "exact", "staged": "staged_clamp"}[self.staging]
+
+    def accumulate(self, a, b, c, ctx: Context):
+        p = a.astype(jnp.int64) * b.astype(jnp.int64)  # (..., K, N)
+        c = c.astype(jnp.int64)
+        if not ctx.clamp:
+            return _wrap32(c + p.sum(axis=-2))
+        if self.staging == "final":
+            return _sat32(c + p.sum(axis=-2))
+        k = p.shape[-2]
+        stage = (jnp.arange(k) // 8) % 2
+        s0 = jnp.where((stage == 0)[:, None], p, 0).sum(axis=-2)
+        s1 = jnp.where((stage == 1)[:, None], p, 0).sum(axis=-2)
+        return _sat32(_sat32(c + s0).astype(jnp.int64) + s1)
