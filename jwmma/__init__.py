@@ -15,6 +15,7 @@ from . import models
 from .builtins import FUNCTIONS as _FUNCTIONS
 from .builtins import index_violations
 from .dot import dot
+from .gemm import gemm
 from .fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
 from .isa import BUILTINS, BuiltinSpec
 from .sparsity import compress_2_4, decompress_2_4, prune_2_4
@@ -24,7 +25,7 @@ globals().update(_FUNCTIONS)
 __version__ = "0.1.0"
 
 __all__ = [
-    "BUILTINS", "BuiltinSpec", "models", "index_violations", "dot",
+    "BUILTINS", "BuiltinSpec", "models", "index_violations", "dot", "gemm",
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "prune_2_4", "compress_2_4", "decompress_2_4",
     *_FUNCTIONS,

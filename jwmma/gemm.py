@@ -1,0 +1,281 @@
+"""Whole GEMMs emulated as the tiled kernel that issues one builtin per K step.
+
+Every output tile is accumulated over the K steps in order, each step one builtin call whose
+result is the next step's C. That order is what a hardware kernel does and it matters for
+every model but `exact`. Two execution paths give the same bits:
+
+* ``path="matrix"``: every step runs the instruction arithmetic on whole matrices at once
+  (all tiles together: an output depends only on its row of A, its column of B and the step
+  boundaries, so the tiles need not be cut out);
+* ``path="registers"``: every step packs the A, B, C fragments of every tile into registers,
+  calls the builtin on all tiles as a batch of waves and unpacks D, as a real kernel does.
+
+Both walk the K steps with `lax.scan`; peak memory is O(M*N*Kc_step), never O(M*N*K).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax import lax
+
+from . import builtins as _builtins
+from . import core, fragments, models
+from .isa import BuiltinSpec, lookup
+from .rounding import x64_scope
+from .sparsity import compress_2_4
+from .validation import as_array, check_static_bool
+
+_FLOAT_DTYPES = fragments._FLOAT_DTYPES
+_PATHS = ("matrix", "registers")
+
+
+# ---------------------------------------------------------------------------- operand prep
+def _element_codes(spec_type: str, x, what: str, builtin: str):
+    """Logical element values -> int32 codes, with a conversion hint on a dtype mismatch."""
+    x = as_array(x, what)
+    if spec_type in _FLOAT_DTYPES:
+        want = _FLOAT_DTYPES[spec_type]
+        if np.dtype(x.dtype) != want:
+            raise TypeError(
+                f"{what} must be {want.name} for {builtin} ({spec_type} operand), got {x.dtype}; "
+                f"convert it first, e.g. {what}.astype(ml_dtypes.{want.name}) or "
+                f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)"
+            )
+        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[want.itemsize]
+        return lax.bitcast_convert_type(jnp.asarray(x), width).astype(jnp.int32)
+    if not jnp.issubdtype(x.dtype, jnp.integer):
+        raise TypeError(f"{what} must hold integers for {builtin} ({spec_type} operand), got {x.dtype}")
+    lo, hi = fragments._INT_RANGES[spec_type]
+    fragments.check_range(x, lo, hi, what)
+    return jnp.asarray(x).astype(jnp.int32)
+
+
+def _prepare_a(spec: BuiltinSpec, a, prune: bool):
+    """(values, positions) of A in compressed form, each (*batch, M, K/2)."""
+    if isinstance(a, tuple):
+        if len(a) != 2:
+            raise ValueError(f"a given as a tuple must be (values, positions), got {len(a)} items")
+        values, pos = as_array(a[0], "a values"), as_array(a[1], "a positions")
+        if values.shape != pos.shape:
+            raise ValueError(
+                f"a values and positions must have the same shape (*batch, M, K/2), got "
+                f"{tuple(values.shape)} and {tuple(pos.shape)}"
+            )
+        if not jnp.issubdtype(pos.dtype, jnp.integer):
+            raise TypeError(f"a positions must be integers 0..3, got {pos.dtype}")
+        fragments.check_range(pos, 0, 3, "a positions")
+        if values.ndim < 2:
+            raise ValueError(f"a values must be (*batch, M, K/2), got shape {tuple(values.shape)}")
+        return values, pos.astype(jnp.int32), values.shape[-1] * 2
+    a = as_array(a, "a")
+    if a.ndim < 2:
+        raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
+    k = a.shape[-1]
+    if k % 4:
+        pad = 4 - k % 4
+        a = jnp.pad(jnp.asarray(a), [(0, 0)] * (a.ndim - 1) + [(0, pad)])
+    if prune:
+        from .sparsity import prune_2_4
+
+        a = prune_2_4(a)
+    values, pos = compress_2_4(a)  # raises on a matrix that is not 2:4 sparse
+    return values, pos, k
+
+
+def _pad_to(x, axis_sizes: dict, value=0):
+    pads = [(0, 0)] * x.ndim
+    for ax, size in axis_sizes.items():
+        pads[ax] = (0, size - x.shape[ax])
+    if all(p == (0, 0) for p in pads):
+        return x
+    return jnp.pad(x, pads, constant_values=value)
+
+
+# --------------------------------------------------------------------------------- kernels
+def _steps_a(a_codes, pos, kc):
+    """(..., M, Kc_total) -> (steps, ..., M, kc) for scanning."""
+    s = a_codes.shape[-1] // kc
+    def f(x):
+        x = x.reshape(*x.shape[:-1], s, kc)
+        return jnp.moveaxis(x, -2, 0)
+    return f(a_codes), f(pos)
+
+
+def _steps_b(b_codes, k):
+    s = b_codes.shape[-2] // k
+    x = b_codes.reshape(*b_codes.shape[:-2], s, k, b_codes.shape[-1])
+    return jnp.moveaxis(x, -3, 0)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "model", "a_signed", "b_signed", "clamp"))
+def _matrix_path(a_codes, pos, b_codes, c, *, spec, model, a_signed, b_signed, clamp):
+    a_s, p_s = _steps_a(a_codes, pos, spec.kc)
+    b_s = _steps_b(b_codes, spec.k)
+
+    def body(acc, x):
+        a, p, b = x
+        return core.step(spec, model, a, p, b, acc, a_signed=a_signed, b_signed=b_signed, clamp=clamp), None
+
+    return lax.scan(body, c, (a_s, p_s, b_s))[0]
+
+
+def _tiles(x, tr, tc):
+    """(..., R, C) -> (..., R/tr, C/tc, tr, tc)."""
+    *lead, r, c = x.shape
+    x = x.reshape(*lead, r // tr, tr, c // tc, tc)
+    return jnp.swapaxes(x, -3, -2)
+
+
+def _untile(x):
+    *lead, tr_n, tc_n, tr, tc = x.shape
+    return jnp.swapaxes(x, -3, -2).reshape(*lead, tr_n * tr, tc_n * tc)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "model", "a_signed", "b_signed", "clamp", "s"))
+def _register_path(a_codes, pos, b_codes, c, *, spec, model, a_signed, b_signed, clamp, s):
+    a_s, p_s = _steps_a(a_codes, pos, spec.kc)
+    b_s = _steps_b(b_codes, spec.k)
+    c_regs = fragments.matrix_to_lanes(spec.c_layout, _tiles(c, spec.m, spec.n))  # (..., TM, TN, lanes, nc)
+
+    def body(c_regs, x):
+        a, p, b = x
+        # fragments of every tile, as a kernel's loaders would build them
+        a_t = _tiles(a, spec.m, spec.kc)[..., :, 0:1, :, :]  # (..., TM, 1, m, kc)
+        p_t = _tiles(p, spec.m, spec.kc)[..., :, 0:1, :, :]
+        b_t = _tiles(b, spec.k, spec.n)[..., 0:1, :, :, :]  # (..., 1, TN, k, n)
+        a_regs = fragments.codes_to_regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, a_t))
+        b_regs = fragments.codes_to_regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, b_t))
+        idx = _index_regs(spec, p_t, s)
+        c_dtype = np.dtype(np.int32) if spec.c_type in ("f32", "i32") else spec.c.dtype
+        c_in = c_regs if spec.c_type in ("f32", "i32") else fragments.codes_to_regs(spec.c, c_regs, c_dtype)
+        if spec.c_type == "f32":
+            c_in = lax.bitcast_convert_type(c_in, jnp.float32)
+        d = _builtins._run(
+            a_regs, b_regs, c_in, idx, spec=spec, model=model, s=s, a_signed=a_signed,
+            b_signed=b_signed, clamp=clamp, c_dtype=np.dtype(c_in.dtype).name,
+        )
+        if spec.c_type == "f32":
+            d = lax.bitcast_convert_type(d, jnp.int32)
+        elif spec.c_type != "i32":
+            d = fragments.regs_to_codes(spec.c, d)
+        return d, None
+
+    c_regs = lax.scan(body, c_regs, (a_s, p_s, b_s))[0]
+    c_t = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), c_regs)
+    return _untile(c_t)
+
+
+def _index_regs(spec, pos_tiles, s):
+    lane_pos = fragments.matrix_to_lanes(spec.a_layout, pos_tiles.astype(jnp.uint32))
+    shifts = (s + 2 * jnp.arange(spec.a.elems, dtype=jnp.uint32)).astype(jnp.uint32)
+    return lax.bitcast_convert_type(fragments._or_reduce(lane_pos << shifts), jnp.int32)
+
+
+# ------------------------------------------------------------------------------ public API
+def gemm(
+    a,
+    b,
+    c=None,
+    *,
+    builtin: str = "smfmac_f32_16x16x128_fp8_fp8",
+    model=None,
+    path: str = "matrix",
+    prune: bool = False,
+    a_neg: bool = True,
+    b_neg: bool = True,
+    clamp: bool = False,
+    cbsz: int = 0,
+    abid: int = 0,
+    index_key: int = 0,
+):
+    """Emulate D = A x B + C as the tiled kernel issuing ``builtin`` once per K step.
+
+    a: dense 2:4-sparse (*batch, M, K) array of the builtin's A element type, or a
+       ``(values, positions)`` pair of (*batch, M, K/2) arrays (`jwmma.compress_2_4`);
+       a dense ``a`` that is not 2:4 sparse raises unless ``prune=True``.
+    b: (*batch, K, N) of the builtin's B element type. c: (*batch, M, N) of the accumulator
+       type (float32, float16, bfloat16 or int32) or None for zeros.
+    M, N, K need not be multiples of the tile: the operands are zero-padded (A's padding
+    groups select positions (2, 3), as hipSPARSELt pads). Batch dims broadcast.
+    a_neg/b_neg/clamp: signedness and saturation of RDNA4 integer builtins; cbsz/abid
+    (gfx950) and index_key (RDNA4) pick the index set, which changes nothing numerically.
+    Returns (*batch, M, N) in the accumulator's dtype.
+    """
+    spec = lookup(builtin)
+    if path not in _PATHS:
+        raise ValueError(f"path must be one of {_PATHS}, got {path!r}")
+    prune = check_static_bool(prune, "prune")
+    a_signed = check_static_bool(a_neg, "a_neg") if spec.signed_choice else True
+    b_signed = check_static_bool(b_neg, "b_neg") if spec.signed_choice else True
+    clamp = check_static_bool(clamp, "clamp") if spec.signed_choice else False
+    s = _builtins._index_offset(spec, cbsz, abid, index_key)
+    m_obj = models.resolve(model, core.context(spec, clamp), spec.default_model)
+
+    values, pos, k_dense = _prepare_a(spec, a, prune)
+    a_codes = _element_codes(spec.a_type, values, "a", spec.name)
+    b = as_array(b, "b")
+    if b.ndim < 2:
+        raise ValueError(f"b must be (*batch, K, N), got shape {tuple(b.shape)}")
+    if b.shape[-2] != k_dense:
+        raise ValueError(
+            f"a and b disagree on K: a is (*batch, M, K) with K={k_dense}, b is (*batch, K, N) "
+            f"with shape {tuple(b.shape)}"
+        )
+    b_codes = _element_codes(spec.b_type, b, "b", spec.name)
+    m_dim, n_dim = values.shape[-2], b.shape[-1]
+    acc_dtype = {"f32": np.dtype(np.float32), "i32": np.dtype(np.int32), "f16": np.dtype(np.float16),
+                 "bf16": np.dtype(ml_dtypes.bfloat16)}[spec.c_type]
+    if c is None:
+        c_codes = jnp.zeros((m_dim, n_dim), jnp.int32)
+    else:
+        c = as_array(c, "c")
+        if np.dtype(c.dtype) != acc_dtype:
+            raise TypeError(
+                f"c must be {acc_dtype.name} for {spec.name} (its accumulator), got {c.dtype}; "
+                f"convert it first, e.g. c.astype(np.{acc_dtype.name})"
+                if acc_dtype.name != "bfloat16" else
+                f"c must be bfloat16 for {spec.name}, got {c.dtype}; convert with c.astype(ml_dtypes.bfloat16)"
+            )
+        if c.ndim < 2 or tuple(c.shape[-2:]) != (m_dim, n_dim):
+            raise ValueError(f"c must be (*batch, M, N) = (*batch, {m_dim}, {n_dim}), got {tuple(c.shape)}")
+        c_codes = _element_codes("i32" if spec.c_type == "i32" else spec.c_type, c, "c", spec.name)
+    try:
+        batch = np.broadcast_shapes(a_codes.shape[:-2], b_codes.shape[:-2], c_codes.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"batch dims of a {tuple(a_codes.shape[:-2])}, b {tuple(b_codes.shape[:-2])} and c "
+            f"{tuple(c_codes.shape[:-2])} do not broadcast"
+        ) from None
+
+    # zero-pad to whole tiles (A padding groups: positions (2, 3), values 0)
+    mp = -(-m_dim // spec.m) * spec.m
+    np_ = -(-n_dim // spec.n) * spec.n
+    kp = -(-k_dense // spec.k) * spec.k
+    kcp = kp // 2
+    a_codes = _pad_to(a_codes, {-2: mp, -1: kcp})
+    pad_pos = jnp.tile(jnp.asarray([2, 3], jnp.int32), kcp // 2)
+    pos = jnp.where(jnp.arange(kcp) < pos.shape[-1], _pad_to(pos, {-2: mp, -1: kcp}), pad_pos)
+    b_codes = _pad_to(b_codes, {-2: kp, -1: np_})
+    c_codes = _pad_to(c_codes, {-2: mp, -1: np_})
+    a_codes = jnp.broadcast_to(a_codes, batch + a_codes.shape[-2:])
+    pos = jnp.broadcast_to(pos, batch + pos.shape[-2:])
+    b_codes = jnp.broadcast_to(b_codes, batch + b_codes.shape[-2:])
+    c_codes = jnp.broadcast_to(c_codes, batch + c_codes.shape[-2:])
+
+    with x64_scope():
+        if path == "matrix":
+            d = _matrix_path(a_codes, pos, b_codes, c_codes, spec=spec, model=m_obj,
+                             a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+        else:
+            d = _register_path(a_codes, pos, b_codes, c_codes, spec=spec, model=m_obj,
+                               a_signed=a_signed, b_signed=b_signed, clamp=clamp, s=s)
+    d = d[..., :m_dim, :n_dim]
+    if spec.c_type == "i32":
+        return d.astype(jnp.int32)
+    if spec.c_type == "f32":
+        return lax.bitcast_convert_type(d.astype(jnp.int32), jnp.float32)
+    return lax.bitcast_convert_type(d.astype(jnp.uint16), acc_dtype)
