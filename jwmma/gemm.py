@@ -175,6 +175,16 @@ def _index_regs(spec, pos_tiles, s):
     return lax.bitcast_convert_type(fragments._or_reduce(lane_pos << shifts), jnp.int32)
 
 
+def emulate_padded(kernel, a_codes, pos, b_codes, c_codes):
+    """Run a GEMM kernel on tile-padded operands (the seam where distribution plugs in).
+
+    a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np) int32; c_codes:
+    (*batch, Mp, Np) int32 accumulator bits (or i32 values). ``kernel(a, p, b, c)`` returns
+    D in the same form; every output depends only on its row of A and column of B."""
+    with x64_scope():
+        return kernel(a_codes, pos, b_codes, c_codes)
+
+
 # ------------------------------------------------------------------------------ public API
 def gemm(
     a,
@@ -266,13 +276,11 @@ def gemm(
     b_codes = jnp.broadcast_to(b_codes, batch + b_codes.shape[-2:])
     c_codes = jnp.broadcast_to(c_codes, batch + c_codes.shape[-2:])
 
-    with x64_scope():
-        if path == "matrix":
-            d = _matrix_path(a_codes, pos, b_codes, c_codes, spec=spec, model=m_obj,
-                             a_signed=a_signed, b_signed=b_signed, clamp=clamp)
-        else:
-            d = _register_path(a_codes, pos, b_codes, c_codes, spec=spec, model=m_obj,
-                               a_signed=a_signed, b_signed=b_signed, clamp=clamp, s=s)
+    kernel = functools.partial(
+        _matrix_path if path == "matrix" else _register_path, spec=spec, model=m_obj,
+        a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({} if path == "matrix" else {"s": s}),
+    )
+    d = emulate_padded(kernel, a_codes, pos, b_codes, c_codes)
     d = d[..., :m_dim, :n_dim]
     if spec.c_type == "i32":
         return d.astype(jnp.int32)
