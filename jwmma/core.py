@@ -7,10 +7,13 @@ compressed-K order, which the arithmetic model accumulates onto C.
 """
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
+from jax import lax
 
-from .formats import decode, decode_int, int_format
+from .formats import decode, decode_int, int_format, pack_fields, unpack_fields
 from .isa import BuiltinSpec
 from .models import Context
 
@@ -31,21 +34,46 @@ def decode_b(spec: BuiltinSpec, codes, signed: bool):
     return decode(spec.b_format, codes)
 
 
-def select_rows(b, pos):
-    """b: (..., Kd, N) (an array or a pytree of them); pos: (..., M, Kc) positions 0..3.
+def select_rows(b, pos, mode: str | None = None):
+    """b: (..., Kd, N) array; pos: (..., M, Kc) positions 0..3.
 
-    Returns the selected rows (..., M, Kc, N): out[..., i, c, :] = b[..., 4*(c//2) + pos, :]."""
+    Returns the selected rows (..., M, Kc, N): out[..., i, c, :] = b[..., 4*(c//2) + pos, :].
+    ``mode`` "take" gathers rows; "select" picks among the 4 rows of each dense group with
+    element-wise selects (fuses better on some backends). None: the backend's default."""
+    mode = mode or gather_mode()
     m, kc = pos.shape[-2:]
-    k = 4 * (jnp.arange(kc, dtype=jnp.int32) // 2) + pos.astype(jnp.int32)  # (..., M, Kc)
+    pos = pos.astype(jnp.int32)
+    if mode == "select":
+        b4 = b.reshape(*b.shape[:-2], b.shape[-2] // 4, 4, b.shape[-1])
+        rows = jnp.repeat(b4, 2, axis=-3)  # (..., Kc, 4, N): the group of every compressed column
+        p = pos[..., None]  # (..., M, Kc, 1)
+        r = [rows[..., None, :, i, :] for i in range(4)]  # (..., 1, Kc, N)
+        return jnp.where(p == 0, r[0], jnp.where(p == 1, r[1], jnp.where(p == 2, r[2], r[3])))
+    k = 4 * (jnp.arange(kc, dtype=jnp.int32) // 2) + pos  # (..., M, Kc)
+    batch = jnp.broadcast_shapes(b.shape[:-2], k.shape[:-2])
+    xb = jnp.broadcast_to(b, batch + b.shape[-2:])
+    kb = jnp.broadcast_to(k, batch + k.shape[-2:]).reshape(*batch, m * kc, 1)
+    out = jnp.take_along_axis(xb, kb, axis=-2, mode="promise_in_bounds")
+    return out.reshape(*batch, m, kc, b.shape[-1])
 
-    def one(x):
-        batch = jnp.broadcast_shapes(x.shape[:-2], k.shape[:-2])
-        xb = jnp.broadcast_to(x, batch + x.shape[-2:])
-        kb = jnp.broadcast_to(k, batch + k.shape[-2:]).reshape(*batch, m * kc, 1)
-        out = jnp.take_along_axis(xb, kb, axis=-2, mode="promise_in_bounds")
-        return out.reshape(*batch, m, kc, x.shape[-1])
 
-    return jax.tree_util.tree_map(one, b)
+def gather_mode() -> str:
+    """How selected B rows are formed: JWMMA_GATHER=take|select, else per backend."""
+    env = os.environ.get("JWMMA_GATHER")
+    if env in ("take", "select"):
+        return env
+    return "take"
+
+
+def _specials_possible(spec: BuiltinSpec, a, b):
+    """Scalar: could any product be NaN/Inf (or, for bf16, overflow to Inf)?"""
+    flag = jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
+    fa, fb = spec.a_format, spec.b_format
+    if fa.max_exp + fb.max_exp + 2 > 128:  # bf16: finite products can reach 2**128
+        ea = jnp.max(jnp.where(a.sig != 0, a.exp, -1000))
+        eb = jnp.max(jnp.where(b.sig != 0, b.exp, -1000))
+        flag = flag | (ea + eb + 2 > 127)
+    return flag
 
 
 def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, a_signed=True, b_signed=True, clamp=False):
@@ -55,8 +83,20 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, a_signed=True, b
     b_codes: (..., Kd, N); c: (..., M, N) accumulator bit patterns (floats) or int32 values.
     Returns (..., M, N) int32: result bit patterns (floats) or values (integers).
     Must run inside `x64_scope()`."""
+    ctx = context(spec, clamp)
     a = decode_a(spec, a_codes, a_signed)
-    b = decode_b(spec, b_codes, b_signed)
-    b_sel = select_rows(b, pos)
+    if spec.integer:
+        b_sel = select_rows(decode_b(spec, b_codes, b_signed), pos)
+        return model.accumulate(a[..., None], b_sel, c, ctx)
+    b = decode(spec.b_format, b_codes)
+    # one word per element travels through the row selection, then is unpacked again
+    b_sel = unpack_fields(spec.b_format, select_rows(pack_fields(b), pos))
     a_col = jax.tree_util.tree_map(lambda t: t[..., None], a)
-    return model.accumulate(a_col, b_sel, c, context(spec, clamp))
+    if not getattr(model, "takes_specials_hint", False):
+        return model.accumulate(a_col, b_sel, c, ctx)
+    # NaN/Inf operands are rare: skip the per-product special-value work unless present
+    return lax.cond(
+        _specials_possible(spec, a, b),
+        lambda: model.accumulate(a_col, b_sel, c, ctx, product_specials=True),
+        lambda: model.accumulate(a_col, b_sel, c, ctx, product_specials=False),
+    )

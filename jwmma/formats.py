@@ -187,3 +187,31 @@ def to_codes(fmt: FloatFormat | IntFormat, x) -> np.ndarray:
 def from_codes(fmt: FloatFormat, codes) -> np.ndarray:
     width = {16: np.uint16, 8: np.uint8}[fmt.bits]
     return np.asarray(codes).astype(width).view(fmt.dtype)
+
+
+# ------------------------------------------------------------------ one-word packing of fields
+# Moving decoded operands around (the gather of selected B rows) costs one int32 word per
+# element instead of five arrays: sig in bits 11:0, exp + 512 in 21:12, sign 22, nan 23, inf 24.
+def pack_fields(f: Fields) -> jnp.ndarray:
+    return (
+        f.sig
+        | ((f.exp + 512) << 12)
+        | (f.sign << 22)
+        | (f.nan.astype(jnp.int32) << 23)
+        | (f.inf.astype(jnp.int32) << 24)
+    )
+
+
+def unpack_fields(fmt: FloatFormat, w) -> Fields:
+    sig = w & 0xFFF
+    exp = ((w >> 12) & 0x3FF) - 512
+    sign = (w >> 22) & 1
+    nan = ((w >> 23) & 1) == 1
+    inf = ((w >> 24) & 1) == 1
+    val = None
+    if _exactly_normal_in_f32(fmt):
+        mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
+        mag = jnp.where(inf, jnp.float32(np.inf), mag)
+        mag = jnp.where(nan, jnp.float32(np.nan), mag)
+        val = jnp.where(sign == 1, -mag, mag)
+    return Fields(sign, sig, exp, nan, inf, val)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from ..formats import ZERO_EXP, decode
 from ..rounding import QNAN, fields_to_f64, pow2_f64, round_to_format
 from .base import Context, Model
-from .specials import product_specials
+from .specials import product_specials as _product_specials
 
 
 def _plan(ctx: Context, k: int):
@@ -119,21 +119,29 @@ class Exact(Model):
     An exact zero is +0 unless every product and C are -0 (IEEE sum rule)."""
 
     name = "exact"
+    takes_specials_hint = True
 
-    def accumulate(self, a, b, c_bits, ctx: Context):
+    def accumulate(self, a, b, c_bits, ctx: Context, product_specials: bool = True):
+        """``product_specials=False`` promises that no operand is NaN/Inf (C may be)."""
         fa, fb, fc = ctx.a, ctx.b, ctx.c
         k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
         cf = decode(fc, c_bits)
-        nan_p, pinf_p, ninf_p = product_specials(a, b)
-        any_nan = nan_p.any(-2) | cf.nan
-        pinf = pinf_p.any(-2) | (cf.inf & (cf.sign == 0))
-        ninf = ninf_p.any(-2) | (cf.inf & (cf.sign == 1))
-        finite = ~(a.nan | a.inf) & ~(b.nan | b.inf)
+        any_nan = cf.nan
+        pinf = cf.inf & (cf.sign == 0)
+        ninf = cf.inf & (cf.sign == 1)
         pa = fields_to_f64(a.sign, a.sig, a.exp, fa.mbits)
         pb = fields_to_f64(b.sign, b.sig, b.exp, fb.mbits)
-        p = jnp.where(finite, pa * pb, 0.0)
+        p = pa * pb
+        pexp = a.exp + b.exp
+        if product_specials:
+            nan_p, pinf_p, ninf_p = _product_specials(a, b)
+            any_nan = any_nan | nan_p.any(-2)
+            pinf = pinf | pinf_p.any(-2)
+            ninf = ninf | ninf_p.any(-2)
+            finite = ~(a.nan | a.inf) & ~(b.nan | b.inf)
+            p = jnp.where(finite, p, 0.0)
+            pexp = jnp.where(finite, pexp, ZERO_EXP)
         psign = a.sign ^ b.sign
-        pexp = jnp.where(finite, a.exp + b.exp, ZERO_EXP)
         cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
         bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
         all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf

@@ -116,11 +116,17 @@ class FusedGroups(Model):
         return f"{type(self).__name__}({fields})"
 
     # ------------------------------------------------------------------ arithmetic
-    def accumulate(self, a, b, c_bits, ctx: Context):
-        group, two, drop = self.resolved(ctx)
-        return over_groups(a, b, c_bits, group, lambda ga, gb, acc: self._group(ga, gb, acc, ctx, two, drop))
+    takes_specials_hint = True
 
-    def _group(self, a, b, c_bits, ctx: Context, two: bool, drop: bool):
+    def accumulate(self, a, b, c_bits, ctx: Context, product_specials: bool = True):
+        """``product_specials=False`` promises that no operand is NaN/Inf and no product can
+        overflow (the caller checked); C may still be NaN/Inf and is handled."""
+        group, two, drop = self.resolved(ctx)
+        return over_groups(
+            a, b, c_bits, group, lambda ga, gb, acc: self._group(ga, gb, acc, ctx, two, drop, product_specials)
+        )
+
+    def _group(self, a, b, c_bits, ctx: Context, two: bool, drop: bool, specials: bool = True):
         fa, fb = ctx.a, ctx.b
         mab = fa.mbits + fb.mbits
         F, F2 = self.frac_bits, self.sum_bits
@@ -141,9 +147,19 @@ class FusedGroups(Model):
             sh = ET[..., None, :] - E + (mab - F)
             return align(P, sh, neg, self.product_rounding, dt).sum(axis=-2), ET
 
-        if two:
+        if two and g > 1 and g % 2 == 0:
+            # even and odd positions as an axis of their own (no strided slices)
+            split = lambda t: t.reshape(*t.shape[:-2], g // 2, 2, t.shape[-1])
+            P2, E2, n2 = jnp.broadcast_arrays(P, E, neg)
+            P2, E2, n2 = split(P2), split(E2), split(n2)
+            ET2 = E2.max(axis=-3)
+            sh2 = ET2[..., None, :, :] - E2 + (mab - F)
+            S2 = align(P2, sh2, n2, self.product_rounding, dt).sum(axis=-3)
+            S0, S1, E0, E1 = S2[..., 0, :], S2[..., 1, :], ET2[..., 0, :], ET2[..., 1, :]
+        elif two and g > 1:  # a partial last group (a group of one has no odd half)
             S0, E0 = fused_sum(P[..., 0::2, :], E[..., 0::2, :], neg[..., 0::2, :])
             S1, E1 = fused_sum(P[..., 1::2, :], E[..., 1::2, :], neg[..., 1::2, :])
+        if two and g > 1:
             Es = jnp.maximum(E0, E1)
             lim = 63 if wide else 31
             S = (S0 >> jnp.minimum(Es - E0, lim).astype(dt)) + (S1 >> jnp.minimum(Es - E1, lim).astype(dt))
@@ -173,23 +189,29 @@ class FusedGroups(Model):
         bits = round_to_format((R < 0).astype(jnp.int32), jnp.abs(R), unit, F32)
 
         # ---- specials, decided before anything else (IEEE propagation of the float64 sum)
-        nan_p, pinf_p, ninf_p = product_specials(a, b)
-        if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
-            finite_p = ~(a.nan | a.inf | b.nan | b.inf)
-            lead_p = 31 - lax.clz(P) + a.exp + b.exp - mab  # exponent of the leading bit
-            big = finite_p & (P != 0) & (lead_p >= 128)
-            if self.renormalize:  # MMA-Sim 2.x: an overflowing product is an Inf product
-                pinf_p = pinf_p | (big & ~neg)
-                ninf_p = ninf_p | (big & neg)
-            else:  # c785138: overflow is looked at only when the float64 sum is finite
-                bpos = (big & ~neg).any(axis=-2)
-                bneg = (big & neg).any(axis=-2)
-                bits = jnp.where(bpos, 0x7F800000, bits)
-                bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
-                bits = jnp.where(bpos & bneg, QNAN["f32"], bits)
-        pinf = pinf_p.any(axis=-2) | (cf.inf & (cf.sign == 0))
-        ninf = ninf_p.any(axis=-2) | (cf.inf & (cf.sign == 1))
-        znan = nan_p.any(axis=-2) | cf.nan | (pinf & ninf)
+        if specials:
+            nan_p, pinf_p, ninf_p = product_specials(a, b)
+            if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
+                finite_p = ~(a.nan | a.inf | b.nan | b.inf)
+                lead_p = 31 - lax.clz(P) + a.exp + b.exp - mab  # exponent of the leading bit
+                big = finite_p & (P != 0) & (lead_p >= 128)
+                if self.renormalize:  # MMA-Sim 2.x: an overflowing product is an Inf product
+                    pinf_p = pinf_p | (big & ~neg)
+                    ninf_p = ninf_p | (big & neg)
+                else:  # c785138: overflow is looked at only when the float64 sum is finite
+                    bpos = (big & ~neg).any(axis=-2)
+                    bneg = (big & neg).any(axis=-2)
+                    bits = jnp.where(bpos, 0x7F800000, bits)
+                    bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
+                    bits = jnp.where(bpos & bneg, QNAN["f32"], bits)
+        pinf = cf.inf & (cf.sign == 0)
+        ninf = cf.inf & (cf.sign == 1)
+        znan = cf.nan
+        if specials:
+            pinf = pinf | pinf_p.any(axis=-2)
+            ninf = ninf | ninf_p.any(axis=-2)
+            znan = znan | nan_p.any(axis=-2)
+        znan = znan | (pinf & ninf)
         bits = jnp.where(pinf, 0x7F800000, bits)
         bits = jnp.where(ninf, jnp.int32(-0x800000), bits)  # 0xFF800000
         bits = jnp.where(znan, QNAN["f32"], bits)
