@@ -1,0 +1,136 @@
+"""GEMM emulation throughput, side by side in one run on one device.
+
+For each configuration: jwmma.gemm on the matrix and register paths, native `jnp.dot`
+(float32, precision=HIGHEST) of the same dense shape, and MMA-Sim where it finishes (CPU,
+when installed). Throughput counts emulated multiply-adds = compressed products
+= M * N * K / 2. Times are the median of --repeat runs after one compiling run.
+
+    python benchmarks/bench_gemm.py --sizes 1024 --k 2048 --configs fp8:cdna3 f16:gfx12_dot4
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jwmma
+
+BUILTIN = {
+    "fp8": "smfmac_f32_16x16x128_fp8_fp8",
+    "f16": "swmmac_f32_16x16x32_f16_w32",
+    "f16c": "smfmac_f32_16x16x64_f16",
+    "bf16": "smfmac_f32_16x16x64_bf16",
+}
+
+
+def timed(fn, repeat):
+    jax.block_until_ready(fn())  # compile + warm up
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        jax.block_until_ready(fn())
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def operands(builtin, m, n, k, seed):
+    spec = jwmma.BUILTINS[builtin]
+    key = jax.random.PRNGKey(seed)
+    ka, kb = jax.random.split(key)
+    a = jax.random.normal(ka, (m, k), jnp.float32).astype(spec.a_format.dtype)
+    b = jax.random.normal(kb, (k, n), jnp.float32).astype(spec.b_format.dtype)
+    values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
+    return (values, pos), b
+
+
+def mmasim_rate(builtin, model, m, n, k, budget_s=60.0):
+    """MMA-Sim on a slice of the problem (rows), extrapolated; None if unavailable."""
+    try:
+        import torch
+        from mmasim.arithmetic.fdpa import MMA_GTR_FDPA, MMA_TR_FDPA
+    except Exception:
+        return None
+    if model != "cdna3":
+        return None
+    spec = jwmma.BUILTINS[builtin]
+    rows = 16
+    (values, pos), b = operands(builtin, rows, n, k, 1)
+    vals = np.asarray(values.astype(jnp.float32))
+    p = np.asarray(pos)
+    bb = np.asarray(b.astype(jnp.float32))
+    kidx = 4 * (np.arange(k // 2) // 2)[None, :] + p  # selected dense rows
+    tdt = {"fp8": torch.float8_e4m3fn, "bf8": torch.float8_e5m2, "f16": torch.float16, "bf16": torch.bfloat16}[spec.a_type]
+    op = MMA_GTR_FDPA(F=24, F2=31, rho="RNE-FP32", L_max=16) if spec.a.elem_bits == 8 else MMA_TR_FDPA(F=24, F2=31, rho="RNE-FP32", L_max=8)
+    kc = spec.kc
+    t0 = time.perf_counter()
+    done = 0
+    c = torch.zeros((rows, n), dtype=torch.float32)
+    for s in range(k // spec.k):  # one instruction step at a time, as the kernel does
+        sl = slice(s * kc, (s + 1) * kc)
+        av = torch.tensor(vals[:, sl]).to(tdt)[:, None, :].expand(rows, n, kc)
+        bsel = torch.tensor(np.take_along_axis(bb[None, :, :], kidx[:, sl, None], axis=1)).to(tdt)  # (rows, kc, n)
+        c = op.dpa(av, bsel.permute(0, 2, 1), c)
+        done += rows * n * kc
+        if time.perf_counter() - t0 > budget_s:
+            break
+    return done / (time.perf_counter() - t0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[512], help="M = N values")
+    ap.add_argument("--k", type=int, default=None, help="dense K (default: 2*M)")
+    ap.add_argument("--configs", nargs="+", default=["fp8:cdna3", "f16:gfx12_dot4"], help="format:model")
+    ap.add_argument("--paths", nargs="+", default=["matrix", "registers"])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--mmasim", action="store_true", help="also time MMA-Sim (CPU, slow)")
+    ap.add_argument("--json", default=None, help="write the rows as JSON here")
+    args = ap.parse_args(argv)
+
+    dev = jax.devices()[0]
+    print(f"# device: {dev.platform} {dev.device_kind}; jax {jax.__version__}; {platform.processor() or platform.machine()}; "
+          f"cpus {os.cpu_count()}", flush=True)
+    rows = []
+    for size in args.sizes:
+        m = n = size
+        k = args.k or 2 * size
+        key = jax.random.PRNGKey(0)
+        x = jax.random.normal(key, (m, k), jnp.float32)
+        y = jax.random.normal(key, (k, n), jnp.float32)
+        dot = jax.jit(lambda x, y: jnp.dot(x, y, precision=jax.lax.Precision.HIGHEST))
+        t_dot = timed(lambda: dot(x, y), args.repeat)
+        for cfg in args.configs:
+            fmt, model = cfg.split(":")
+            builtin = BUILTIN[fmt]
+            a, b = operands(builtin, m, n, k, 0)
+            for path in args.paths:
+                t = timed(lambda: jwmma.gemm(a, b, builtin=builtin, model=model, path=path), args.repeat)
+                macs = m * n * k / 2
+                row = dict(builtin=builtin, model=model, path=path, m=m, n=n, k=k, seconds=t,
+                           macs_per_s=macs / t, dot_seconds=t_dot, slowdown_vs_dot=t / t_dot)
+                if args.mmasim and path == "matrix":
+                    r = mmasim_rate(builtin, model, m, n, k)
+                    row["mmasim_macs_per_s"] = r
+                    row["speedup_vs_mmasim"] = None if r is None else (macs / t) / r
+                rows.append(row)
+                extra = ""
+                if row.get("mmasim_macs_per_s"):
+                    extra = f"  mmasim {row['mmasim_macs_per_s']:.3e}/s  x{row['speedup_vs_mmasim']:.0f}"
+                print(f"{builtin:32s} {model:11s} {path:9s} M=N={m} K={k}: {t:8.3f} s  {macs / t:.3e} MAC/s  "
+                      f"jnp.dot {t_dot * 1e3:.2f} ms (x{t / t_dot:.0f}){extra}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(device=f"{dev.platform} {dev.device_kind}", jax=jax.__version__, rows=rows), f, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

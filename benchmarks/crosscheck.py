@@ -1,0 +1,114 @@
+"""Cross-device bit check: the same inputs through every builtin and model on two backends.
+
+    python benchmarks/crosscheck.py --save ref_cpu.npz        # on the CPU
+    python benchmarks/crosscheck.py --compare ref_cpu.npz     # on a GPU: same bits?
+
+Inputs are drawn with numpy from a fixed seed (random values, plus subnormals, zeros, NaN/Inf,
+huge spreads), so both machines build the same operands.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import jax
+import numpy as np
+
+import jwmma
+from jwmma import fragments
+
+WAVES = 64
+
+
+def random_codes(rng, bits, shape, special_rate=0.02):
+    codes = rng.integers(0, 1 << bits, shape)
+    return codes
+
+
+def cases():
+    rng = np.random.default_rng(1234)
+    for name, spec in jwmma.BUILTINS.items():
+        lanes = spec.lanes
+        # registers straight from random bit patterns: covers subnormals, NaN/Inf, zeros
+        def regs(op):
+            words = rng.integers(0, 1 << 32, (WAVES, lanes, op.n), dtype=np.uint64).astype(np.uint32)
+            if op.packed:
+                return words.view(np.int32)
+            return (words & 0xFFFF).astype(np.uint16).view(op.dtype)
+        a = regs(spec.a)
+        b = regs(spec.b)
+        if spec.c_type == "f32":
+            c = (rng.standard_normal((WAVES, lanes, spec.c.n)) * 10.0 ** rng.integers(-40, 30, (WAVES, lanes, spec.c.n))).astype(np.float32)
+        elif spec.c_type == "i32":
+            c = rng.integers(-(2**31), 2**31, (WAVES, lanes, spec.c.n)).astype(np.int32)
+        else:
+            c = (rng.integers(0, 1 << 16, (WAVES, lanes, spec.c.n)).astype(np.uint16)).view(spec.c.dtype)
+        idx = rng.integers(0, 1 << 32, (WAVES, lanes), dtype=np.uint64).astype(np.uint32).view(np.int32)
+        if spec.integer:
+            mods = ["exact"] + (["staged_clamp"] if spec.signed_choice else [])
+        else:
+            mods = ["exact", "fma_chain"] + (["cdna3"] if spec.c_type == "f32" else [])
+            if spec.arch == "gfx12" and jwmma.models.PRESETS["gfx12_dot4"][0].check(
+                jwmma.models.Context(spec.a_format, spec.b_format, spec.c_format)
+            ) is None:
+                mods.append("gfx12_dot4")
+        for model in mods:
+            yield name, model, (a, b, c, idx)
+
+
+def run_case(name, model, ops):
+    spec = jwmma.BUILTINS[name]
+    a, b, c, idx = ops
+    fn = getattr(jwmma, name)
+    if spec.signed_choice:
+        d = fn(True, a, False, b, c, idx, True, model=model)
+    elif spec.arch == "gfx950":
+        d = fn(a, b, c, idx, 0, 1, model=model)
+    else:
+        d = fn(a, b, c, idx, model=model)
+    d = np.asarray(d)
+    return d.view(np.uint32 if d.itemsize == 4 else np.uint16)
+
+
+def nan_mask(name, bits):
+    spec = jwmma.BUILTINS[name]
+    if spec.c_type == "i32":
+        return np.zeros(bits.shape, bool)
+    v = bits.view(np.float32 if bits.itemsize == 4 else np.float16)
+    if spec.c_type == "bf16":
+        return ((bits & 0x7F80) == 0x7F80) & ((bits & 0x7F) != 0)
+    return np.isnan(v)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--save")
+    g.add_argument("--compare")
+    args = ap.parse_args(argv)
+    print(f"# backend {jax.default_backend()} {jax.devices()[0].device_kind}", flush=True)
+    out = {}
+    for name, model, ops in cases():
+        out[f"{name}|{model}"] = run_case(name, model, ops)
+    if args.save:
+        np.savez_compressed(args.save, **out)
+        print(f"saved {len(out)} results to {args.save}")
+        return 0
+    ref = np.load(args.compare)
+    bad = 0
+    for key, bits in out.items():
+        if key not in ref:
+            print(f"{key}: not in reference")
+            continue
+        r = ref[key]
+        name = key.split("|")[0]
+        same = (bits == r) | (nan_mask(name, bits) & nan_mask(name, r))
+        if not same.all():
+            bad += 1
+            print(f"{key}: {int((~same).sum())} of {same.size} differ")
+    print(f"{len(out) - bad} of {len(out)} builtin/model results bit-identical to the reference")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
