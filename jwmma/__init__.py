@@ -11,7 +11,7 @@ See ``jwmma.BUILTINS`` (the instruction table), ``jwmma.pack_a``... (fragments),
 """
 from __future__ import annotations
 
-from . import models
+from . import kernel, models
 from .builtins import FUNCTIONS as _FUNCTIONS
 from .builtins import index_violations
 from .dot import dot
@@ -25,7 +25,7 @@ globals().update(_FUNCTIONS)
 __version__ = "0.1.0"
 
 __all__ = [
-    "BUILTINS", "BuiltinSpec", "models", "index_violations", "dot", "gemm",
+    "BUILTINS", "BuiltinSpec", "models", "kernel", "index_violations", "dot", "gemm",
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "prune_2_4", "compress_2_4", "decompress_2_4",
     *_FUNCTIONS,
