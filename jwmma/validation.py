@@ -33,6 +33,9 @@ def check_range(x, lo: int, hi: int, what: str):
     """Raise if concrete integer values fall outside [lo, hi]; traced values are not checked."""
     if not is_concrete(x) or x.size == 0:
         return
+    if isinstance(x, jax.Array):  # two scalars come back, not the whole array
+        if lo <= int(jnp.min(x)) and int(jnp.max(x)) <= hi:
+            return
     v = np.asarray(x)
     bad = (v < lo) | (v > hi)
     if bad.any():

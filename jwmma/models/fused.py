@@ -31,25 +31,27 @@ ROUNDINGS = ("truncate", "floor", "nearest")
 NO_EXP = -(2**20)  # exponent of a zero product that must not set the group maximum
 
 
-def align(p, sh, neg, rounding: str, dtype):
-    """Signed value of the unsigned magnitude ``p`` scaled by 2**-sh (sh may be negative:
-    left shift), rounded as ``rounding`` says ('truncate': toward zero; 'floor';
-    'nearest': to nearest, ties to even)."""
+def align(p, r, lead: int, neg, rounding: str, dtype):
+    """Signed value of the unsigned magnitude ``p`` times 2**(lead - r), rounded as
+    ``rounding`` says ('truncate': toward zero; 'floor'; 'nearest': ties to even).
+
+    r >= 0 is the distance of the product's exponent below the group maximum and ``lead``
+    (static) = frac_bits - mab, so truncation and floor are one left and one right shift."""
     p = p.astype(dtype)
     width = 63 if dtype == jnp.int64 else 31
-    left = jnp.clip(-sh, 0, width).astype(dtype)
-    right = jnp.clip(sh, 0, width - 1).astype(dtype)
+    up_shift, extra = max(lead, 0), max(-lead, 0)
+    right = jnp.minimum(r + extra, width).astype(dtype)
     if rounding == "truncate":
-        mag = jnp.where(sh > 0, p >> right, p << left)
+        mag = (p << up_shift) >> right
         return jnp.where(neg, -mag, mag)
-    v = jnp.where(neg, -p, p)
+    v = jnp.where(neg, -p, p) << up_shift
     if rounding == "floor":
-        return jnp.where(sh > 0, v >> right, v << left)
+        return v >> right
     q = v >> right
-    r = v - (q << right)
+    rem = v - (q << right)
     half = jnp.where(right > 0, jnp.asarray(1, dtype) << jnp.maximum(right - 1, 0), 0)
-    up = (r > half) | ((r == half) & (right > 0) & ((q & 1) == 1))
-    return jnp.where(sh > 0, q + up.astype(dtype), v << left)
+    up = (rem > half) | ((rem == half) & (right > 0) & ((q & 1) == 1))
+    return q + up.astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,7 @@ class FusedGroups(Model):
 
         def fused_sum(P, E, neg):
             ET = E.max(axis=-2)
-            sh = ET[..., None, :] - E + (mab - F)
-            return align(P, sh, neg, self.product_rounding, dt).sum(axis=-2), ET
+            return align(P, ET[..., None, :] - E, F - mab, neg, self.product_rounding, dt).sum(axis=-2), ET
 
         if two and g > 1 and g % 2 == 0:
             # even and odd positions as an axis of their own (no strided slices)
@@ -153,8 +154,7 @@ class FusedGroups(Model):
             P2, E2, n2 = jnp.broadcast_arrays(P, E, neg)
             P2, E2, n2 = split(P2), split(E2), split(n2)
             ET2 = E2.max(axis=-3)
-            sh2 = ET2[..., None, :, :] - E2 + (mab - F)
-            S2 = align(P2, sh2, n2, self.product_rounding, dt).sum(axis=-3)
+            S2 = align(P2, ET2[..., None, :, :] - E2, F - mab, n2, self.product_rounding, dt).sum(axis=-3)
             S0, S1, E0, E1 = S2[..., 0, :], S2[..., 1, :], ET2[..., 0, :], ET2[..., 1, :]
         elif two and g > 1:  # a partial last group (a group of one has no odd half)
             S0, E0 = fused_sum(P[..., 0::2, :], E[..., 0::2, :], neg[..., 0::2, :])
