@@ -91,6 +91,8 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, a_signed=True, b
     b = decode(spec.b_format, b_codes)
     # one word per element travels through the row selection, then is unpacked again
     b_sel = unpack_fields(spec.b_format, select_rows(pack_fields(b), pos))
+    if b.val is not None:  # the exact f32 value travels on its own (cheaper than rebuilding it)
+        b_sel = b_sel._replace(val=select_rows(b.val, pos))
     a_col = jax.tree_util.tree_map(lambda t: t[..., None], a)
     if not getattr(model, "takes_specials_hint", False):
         return model.accumulate(a_col, b_sel, c, ctx)
