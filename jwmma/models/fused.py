@@ -164,7 +164,7 @@ class FusedGroups(Model):
         if two and g > 1 and g % 2 == 0:
             # even and odd positions as an axis of their own (no strided slices)
             split = lambda t: t.reshape(*t.shape[:-2], g // 2, 2, t.shape[-1])
-            parts = jnp.broadcast_arrays(P, E, neg) + ([] if V is None else [jnp.broadcast_to(V, P.shape)])
+            parts = list(jnp.broadcast_arrays(P, E, neg)) + ([] if V is None else [jnp.broadcast_to(V, P.shape)])
             parts = [split(t) for t in parts]
             S2, ET2 = fused_sum(*parts[:3], parts[3] if V is not None else None, -3)
             S0, S1, E0, E1 = S2[..., 0, :], S2[..., 1, :], ET2[..., 0, :], ET2[..., 1, :]
