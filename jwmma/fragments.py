@@ -67,11 +67,47 @@ def _or_reduce(x):
     return out
 
 
+def _bit_permutation(perm: np.ndarray):
+    """If perm (a permutation of 2**n indices) only moves index bits around — every layout
+    of the table does — return the transpose axes that implement it, else None."""
+    size = perm.size
+    n = size.bit_length() - 1
+    if size != 1 << n or n == 0:
+        return None
+    src = [int(perm[1 << b]) for b in range(n)]
+    if perm[0] != 0 or any(v & (v - 1) or v == 0 for v in src):
+        return None
+    sigma = [v.bit_length() - 1 for v in src]
+    idx = np.arange(size)
+    built = np.zeros(size, np.int64)
+    for b in range(n):
+        built |= ((idx >> b) & 1) << sigma[b]
+    if not np.array_equal(built, perm):
+        return None
+    axes = [0] * n
+    for b in range(n):
+        axes[n - 1 - b] = n - 1 - sigma[b]
+    return tuple(axes)
+
+
+def permute(flat, perm: np.ndarray):
+    """out[..., i] = flat[..., perm[i]] for a static permutation: a reshape/transpose when
+    the permutation moves index bits (cheap and fusible), a gather otherwise."""
+    axes = _bit_permutation(np.asarray(perm))
+    if axes is None:
+        return flat[..., perm]
+    lead = flat.shape[:-1]
+    n = len(axes)
+    x = flat.reshape(*lead, *([2] * n))
+    x = jnp.transpose(x, tuple(range(len(lead))) + tuple(len(lead) + a for a in axes))
+    return x.reshape(*lead, perm.size)
+
+
 def lanes_to_matrix(layout: np.ndarray, shape, lane_vals) -> jnp.ndarray:
     """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout``."""
     inv = layouts.inverse(layout, shape)
     flat = lane_vals.reshape(*lane_vals.shape[:-2], -1)
-    return flat[..., inv.reshape(-1)].reshape(*lane_vals.shape[:-2], *shape)
+    return permute(flat, inv.reshape(-1)).reshape(*lane_vals.shape[:-2], *shape)
 
 
 def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
@@ -79,7 +115,7 @@ def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
     cols = mat.shape[-1]
     flat_idx = (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
     flat = mat.reshape(*mat.shape[:-2], -1)
-    return flat[..., flat_idx].reshape(*mat.shape[:-2], *layout.shape[:2])
+    return permute(flat, flat_idx).reshape(*mat.shape[:-2], *layout.shape[:2])
 
 
 # ------------------------------------------------------------------ matrix values <-> codes
@@ -91,7 +127,8 @@ def _value_codes(spec_type: str, x, what: str) -> jnp.ndarray:
         if x.dtype != want:
             raise TypeError(
                 f"{what} must hold {want.name} values for a {spec_type} operand, got {x.dtype}; "
-                f"convert explicitly, e.g. x.astype(ml_dtypes.{want.name}) (rounds to nearest even)"
+                f"convert explicitly, e.g. x.astype("
+                f"{'np' if want.name in ('float16', 'float32') else 'ml_dtypes'}.{want.name}) (rounds to nearest even)"
             )
         if want.itemsize == 4:
             return lax.bitcast_convert_type(x, jnp.int32)
