@@ -15,6 +15,7 @@ Both walk the K steps with `lax.scan`; peak memory is O(M*N*Kc_step), never O(M*
 from __future__ import annotations
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +25,7 @@ from jax import lax
 
 from . import builtins as _builtins
 from . import core, fragments, models
+from . import sharding as _sharding
 from .isa import BuiltinSpec, lookup
 from .rounding import x64_scope
 from .sparsity import compress_2_4
@@ -111,16 +113,56 @@ def _steps_b(b_codes, k):
     return jnp.moveaxis(x, -3, 0)
 
 
+def _products_budget() -> int:
+    """Elements of one step's product tensor a kernel may hold at once (memory, and cache
+    locality on CPUs): row blocks are sized to stay under it."""
+    return int(os.environ.get("JWMMA_BLOCK_ELEMS", 2**27 if jax.default_backend() == "gpu" else 2**22))
+
+
+def _row_block(spec, mp, np_, batch_size) -> int:
+    per_row = spec.kc * np_ * max(1, batch_size)
+    rows = max(spec.m, (_products_budget() // per_row) // spec.m * spec.m)
+    while mp % rows:  # a divisor of Mp that is a multiple of the tile height
+        rows -= spec.m
+    return rows
+
+
+def by_row_blocks(kernel, spec):
+    """Run ``kernel(a, p, b, c)`` on blocks of rows one after the other (lax.map): an output
+    row depends only on its own A row, so this bounds memory without changing any bit."""
+
+    def run(a_codes, pos, b_codes, c):
+        mp, np_ = c.shape[-2:]
+        rows = _row_block(spec, mp, np_, int(np.prod(c.shape[:-2], dtype=np.int64)))
+        if rows >= mp:
+            return kernel(a_codes, pos, b_codes, c)
+        nb = mp // rows
+
+        def split(x):
+            x = x.reshape(*x.shape[:-2], nb, rows, x.shape[-1])
+            return jnp.moveaxis(x, -3, 0)
+
+        out = lax.map(lambda t: kernel(t[0], t[1], b_codes, t[2]), (split(a_codes), split(pos), split(c)))
+        out = jnp.moveaxis(out, 0, -3)
+        return out.reshape(*out.shape[:-3], mp, np_)
+
+    return run
+
+
 @functools.partial(jax.jit, static_argnames=("spec", "model", "a_signed", "b_signed", "clamp"))
 def _matrix_path(a_codes, pos, b_codes, c, *, spec, model, a_signed, b_signed, clamp):
-    a_s, p_s = _steps_a(a_codes, pos, spec.kc)
     b_s = _steps_b(b_codes, spec.k)
 
-    def body(acc, x):
-        a, p, b = x
-        return core.step(spec, model, a, p, b, acc, a_signed=a_signed, b_signed=b_signed, clamp=clamp), None
+    def rows(a_codes, pos, _b, c):
+        a_s, p_s = _steps_a(a_codes, pos, spec.kc)
 
-    return lax.scan(body, c, (a_s, p_s, b_s))[0]
+        def body(acc, x):
+            a, p, b = x
+            return core.step(spec, model, a, p, b, acc, a_signed=a_signed, b_signed=b_signed, clamp=clamp), None
+
+        return lax.scan(body, c, (a_s, p_s, b_s))[0]
+
+    return by_row_blocks(rows, spec)(a_codes, pos, b_codes, c)
 
 
 def _tiles(x, tr, tc):
@@ -137,6 +179,12 @@ def _untile(x):
 
 @functools.partial(jax.jit, static_argnames=("spec", "model", "a_signed", "b_signed", "clamp", "s"))
 def _register_path(a_codes, pos, b_codes, c, *, spec, model, a_signed, b_signed, clamp, s):
+    kernel = functools.partial(_register_rows, spec=spec, model=model, a_signed=a_signed,
+                               b_signed=b_signed, clamp=clamp, s=s)
+    return by_row_blocks(kernel, spec)(a_codes, pos, b_codes, c)
+
+
+def _register_rows(a_codes, pos, b_codes, c, *, spec, model, a_signed, b_signed, clamp, s):
     a_s, p_s = _steps_a(a_codes, pos, spec.kc)
     b_s = _steps_b(b_codes, spec.k)
     c_regs = fragments.matrix_to_lanes(spec.c_layout, _tiles(c, spec.m, spec.n))  # (..., TM, TN, lanes, nc)
@@ -175,14 +223,19 @@ def _index_regs(spec, pos_tiles, s):
     return lax.bitcast_convert_type(fragments._or_reduce(lane_pos << shifts), jnp.int32)
 
 
-def emulate_padded(kernel, a_codes, pos, b_codes, c_codes):
+def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=None):
     """Run a GEMM kernel on tile-padded operands (the seam where distribution plugs in).
 
     a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np) int32; c_codes:
     (*batch, Mp, Np) int32 accumulator bits (or i32 values). ``kernel(a, p, b, c)`` returns
-    D in the same form; every output depends only on its row of A and column of B."""
+    D in the same form; every output depends only on its row of A and column of B.
+    shape: the (M, N) to cut D to (None: keep it padded). plan: a `jwmma.sharding.Plan` to
+    run the kernel on every shard of a device mesh (D comes back sharded), or None."""
+    if plan is not None:
+        return plan.emulate(kernel, a_codes, pos, b_codes, c_codes, shape)
     with x64_scope():
-        return kernel(a_codes, pos, b_codes, c_codes)
+        d = kernel(a_codes, pos, b_codes, c_codes)
+    return d if shape is None else d[..., : shape[0], : shape[1]]
 
 
 # ------------------------------------------------------------------------------ public API
@@ -201,6 +254,9 @@ def gemm(
     cbsz: int = 0,
     abid: int = 0,
     index_key: int = 0,
+    mesh=None,
+    mesh_axes=None,
+    devices=None,
 ):
     """Emulate D = A x B + C as the tiled kernel issuing ``builtin`` once per K step.
 
@@ -214,6 +270,13 @@ def gemm(
     a_neg/b_neg/clamp: signedness and saturation of RDNA4 integer builtins; cbsz/abid
     (gfx950) and index_key (RDNA4) pick the index set, which changes nothing numerically.
     Returns (*batch, M, N) in the accumulator's dtype.
+
+    Several devices (`jwmma.sharding`, same bits): ``devices=N`` (int, 'all' or a list of
+    devices) splits batch, M and N over the first N devices with an automatic layout;
+    ``mesh=`` a `jax.sharding.Mesh` with ``mesh_axes`` giving each mesh axis's role ('m',
+    'n', 'batch', 'batch<i>', None; default: axes named after roles, then batch, M, N in
+    order), or a NamedSharding for D (its spec over (*batch, M, N) says what splits). Neither: inputs carrying a NamedSharding are followed; plain inputs use one
+    device. D comes back sharded (never gathered onto one device).
     """
     spec = lookup(builtin)
     if path not in _PATHS:
@@ -224,6 +287,9 @@ def gemm(
     clamp = check_static_bool(clamp, "clamp") if spec.signed_choice else False
     s = _builtins._index_offset(spec, cbsz, abid, index_key)
     m_obj = models.resolve(model, core.context(spec, clamp), spec.default_model)
+    plan = _sharding.plan_gemm(spec, a, b, c, mesh=mesh, mesh_axes=mesh_axes, devices=devices)
+    if plan is not None:  # each device receives only its shard; preparation runs sharded
+        a, b, c = plan.place(a, b, c)
 
     values, pos, k_dense = _prepare_a(spec, a, prune)
     a_codes = _element_codes(spec.a_type, values, "a", spec.name)
@@ -240,7 +306,7 @@ def gemm(
     acc_dtype = {"f32": np.dtype(np.float32), "i32": np.dtype(np.int32), "f16": np.dtype(np.float16),
                  "bf16": np.dtype(ml_dtypes.bfloat16)}[spec.c_type]
     if c is None:
-        c_codes = jnp.zeros((m_dim, n_dim), jnp.int32)
+        c_codes = jnp.zeros((m_dim, n_dim), jnp.int32) if plan is None else plan.zeros()
     else:
         c = as_array(c, "c")
         if np.dtype(c.dtype) != acc_dtype:
@@ -280,8 +346,7 @@ def gemm(
         _matrix_path if path == "matrix" else _register_path, spec=spec, model=m_obj,
         a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({} if path == "matrix" else {"s": s}),
     )
-    d = emulate_padded(kernel, a_codes, pos, b_codes, c_codes)
-    d = d[..., :m_dim, :n_dim]
+    d = emulate_padded(kernel, a_codes, pos, b_codes, c_codes, shape=(m_dim, n_dim), plan=plan)
     if spec.c_type == "i32":
         return d.astype(jnp.int32)
     if spec.c_type == "f32":

@@ -1,0 +1,239 @@
+"""Sharded GEMM emulation on 8 forced CPU devices: the same bits as one device.
+
+Not collected by the default run by name: `tests/test_sharding.py` runs this module in a
+subprocess (XLA_FLAGS must be set before JAX starts). Run it directly with
+``python -m pytest -q tests/sharding_cases.py`` (it sets the flag itself when imported first).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+_FLAG = "--xla_force_host_platform_device_count=8"
+_flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "", os.environ.get("XLA_FLAGS", ""))
+os.environ["XLA_FLAGS"] = (_flags + " " + _FLAG).strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+
+import jax  # noqa: E402
+import ml_dtypes  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from jax.sharding import Mesh, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import jwmma  # noqa: E402
+from jwmma import sharding  # noqa: E402
+
+FP8 = "smfmac_f32_16x16x128_fp8_fp8"
+
+pytestmark = pytest.mark.skipif(
+    jax.device_count() < 8, reason="needs 8 devices (JAX started before XLA_FLAGS was set)"
+)
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.view({4: np.uint32, 2: np.uint16, 1: np.uint8}[x.dtype.itemsize])
+
+
+def same_bits(d, ref):
+    assert d.shape == ref.shape and d.dtype == ref.dtype
+    np.testing.assert_array_equal(bits(d), bits(ref))
+
+
+def shard_shapes(d):
+    return sorted({tuple(s.data.shape) for s in d.addressable_shards})
+
+
+def assert_not_whole(d, n_devices):
+    """D is spread: every device holds a shard smaller than D, on n_devices devices."""
+    shards = d.addressable_shards
+    assert len({s.device for s in shards}) == n_devices
+    assert all(s.data.size < d.size for s in shards), shard_shapes(d)
+
+
+def mesh_of(shape, names):
+    return Mesh(np.array(jax.devices()[: int(np.prod(shape))], dtype=object).reshape(shape), names)
+
+
+def floats(rng, shape, dtype):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# --------------------------------------------------------------------------- bit identity
+def test_fp8_cdna3_batch_odd_shapes_auto_devices(rng):
+    """fp8 cdna3 (default model), odd M, N and K, a batch of 2, devices=8: automatic layout."""
+    a = floats(rng, (2, 40, 260), ml_dtypes.float8_e4m3fn)
+    b = floats(rng, (260, 48), ml_dtypes.float8_e4m3fn)
+    ref = jwmma.gemm(a, b, builtin=FP8, prune=True)
+    d = jwmma.gemm(a, b, builtin=FP8, prune=True, devices=8)
+    same_bits(d, ref)
+    assert isinstance(d.sharding, NamedSharding) and d.sharding.mesh.size == 8
+    assert dict(d.sharding.mesh.shape) == {"batch0": 2, "m": 4}
+    assert shard_shapes(d) == [(1, 10, 48)]
+    assert_not_whole(d, 8)
+    assert not jax.config.jax_enable_x64 and d.dtype == np.float32  # the user's setting is kept
+
+
+def test_f16_explicit_mesh_roles_and_uneven_m(rng):
+    """f16 with the fma_chain model on a user mesh ('x', 'y') = 2 x 4, mesh_axes=('n', 'm'):
+    M = 37 does not divide over 4 (computed padded, D replicated along 'y'), N = 50 over 2 does."""
+    name = "smfmac_f32_16x16x64_f16"
+    a = floats(rng, (37, 136), np.float16)
+    b = floats(rng, (136, 50), np.float16)
+    c = floats(rng, (37, 50), np.float32)
+    ref = jwmma.gemm(a, b, c, builtin=name, model="fma_chain", prune=True)
+    mesh = mesh_of((2, 4), ("x", "y"))
+    d = jwmma.gemm(a, b, c, builtin=name, model="fma_chain", prune=True, mesh=mesh, mesh_axes=("n", "m"))
+    same_bits(d, ref)
+    assert d.sharding.spec == P(None, "x") and shard_shapes(d) == [(37, 25)]
+    assert_not_whole(d, 8)
+
+
+def test_integer_presharded_inputs_stay_sharded(rng):
+    """RDNA4 iu8 -> i32 with clamp and unsigned A, inputs already sharded: followed, and D
+    keeps their layout (rows over 'rows', columns over 'cols')."""
+    name = "swmmac_i32_16x16x32_iu8_w32"
+    a = rng.integers(0, 256, (64, 96)).astype(np.uint8).astype(np.int16)  # unsigned A values
+    b = rng.integers(-128, 128, (96, 32)).astype(np.int8)
+    c = rng.integers(-(2**31), 2**31, (64, 32), dtype=np.int64).astype(np.int32)
+    kw = dict(builtin=name, prune=True, a_neg=False, clamp=True)
+    ref = jwmma.gemm(a, b, c, **kw)
+    mesh = mesh_of((4, 2), ("rows", "cols"))
+    a_s = jax.device_put(a, NamedSharding(mesh, P("rows", None)))
+    b_s = jax.device_put(b, NamedSharding(mesh, P(None, "cols")))
+    c_s = jax.device_put(c, NamedSharding(mesh, P("rows", "cols")))
+    d = jwmma.gemm(a_s, b_s, c_s, **kw)
+    same_bits(d, ref)
+    assert d.sharding.spec == P("rows", "cols") and list(d.sharding.mesh.axis_names) == ["rows", "cols"]
+    assert shard_shapes(d) == [(16, 16)]
+    assert_not_whole(d, 8)
+    # only A sharded: its rows decide, B is replicated along 'rows' (no 'cols' role)
+    d2 = jwmma.gemm(a_s, b, c, **kw)
+    same_bits(d2, ref)
+    assert d2.sharding.spec == P("rows", None)
+
+
+def test_rdna4_f16_acc_registers_path_broadcast_batch(rng):
+    """RDNA4 f16 -> f16 (gfx12_dot4), register path, batch (4, 2) broadcast from a (4, 1, ...)
+    and b (2, ...), on a mesh whose axes are named after roles ('batch', 'batch1')."""
+    name = "swmmac_f16_16x16x32_f16_w32"
+    a = floats(rng, (4, 1, 24, 72), np.float16)
+    b = floats(rng, (2, 72, 40), np.float16)
+    c = floats(rng, (24, 40), np.float16)
+    ref = jwmma.gemm(a, b, c, builtin=name, prune=True, path="registers")
+    mesh = mesh_of((4, 2), ("batch", "batch1"))
+    d = jwmma.gemm(a, b, c, builtin=name, prune=True, path="registers", mesh=mesh)
+    same_bits(d, ref)
+    assert d.dtype == np.float16 and d.sharding.spec == P("batch", "batch1", None, None)
+    assert shard_shapes(d) == [(1, 1, 24, 40)]
+    assert_not_whole(d, 8)
+
+
+def test_inside_jit_and_compressed_operands(rng):
+    """gemm traced inside the user's jit with (values, positions) operands, on 2 devices."""
+    a = jwmma.prune_2_4(floats(rng, (64, 256), ml_dtypes.float8_e4m3fn))
+    values, pos = jwmma.compress_2_4(a)
+    b = floats(rng, (256, 32), ml_dtypes.float8_e5m2).astype(ml_dtypes.float8_e4m3fn)
+    kw = dict(builtin=FP8, model="fma_chain")
+    ref = jwmma.gemm((values, pos), b, **kw)
+    f = jax.jit(lambda v, p, b: jwmma.gemm((v, p), b, devices=2, **kw))
+    d = f(values, pos, b)
+    same_bits(d, ref)
+    assert d.sharding.mesh.size == 2 and shard_shapes(d) == [(32, 32)]
+    assert not jax.config.jax_enable_x64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["exact", "cdna3"])
+def test_more_models_and_32x32_tiles(rng, model):
+    name = "smfmac_f32_32x32x64_fp8_fp8"
+    a = floats(rng, (3, 70, 200), ml_dtypes.float8_e4m3fn)
+    b = floats(rng, (200, 66), ml_dtypes.float8_e4m3fn)
+    ref = jwmma.gemm(a, b, builtin=name, model=model, prune=True)
+    for devices in (3, 8):
+        d = jwmma.gemm(a, b, builtin=name, model=model, prune=True, devices=devices)
+        same_bits(d, ref)
+
+
+# ------------------------------------------------------------------------------- layout
+def test_auto_layout_choices():
+    assert sharding.auto_layout(8, (), 16384, 16384, (16, 16)) == (8, 1)
+    assert sharding.auto_layout(2, (), 16384, 16384, (16, 16)) == (2, 1)
+    assert sharding.auto_layout(8, (4,), 64, 64, (16, 16)) == (4, 2, 1)  # batch first
+    assert sharding.auto_layout(8, (), 64, 64, (16, 16)) == (4, 2)  # whole tiles beat 8 x 8 rows
+    assert sharding.auto_layout(8, (), 37, 41, (16, 16)) == (1, 1)  # nothing divides: one device
+    spec = jwmma.BUILTINS[FP8]
+    a, b = np.zeros((37, 128), ml_dtypes.float8_e4m3fn), np.zeros((128, 41), ml_dtypes.float8_e4m3fn)
+    assert sharding.plan_gemm(spec, a, b, devices=8) is None
+    assert sharding.plan_gemm(spec, a, b) is None  # plain inputs: no distribution
+    assert sharding.plan_gemm(spec, a, b, devices=1) is None
+    plan = sharding.plan_gemm(spec, np.zeros((2, 40, 128), a.dtype), b[:, :40], devices="all")
+    assert plan.splits == {"batch0": 2, "m": 4, "n": 1} and plan.padded() == (64, 48)
+
+
+def test_default_mesh_roles():
+    spec = jwmma.BUILTINS[FP8]
+    a, b = np.zeros((4, 64, 128), ml_dtypes.float8_e4m3fn), np.zeros((128, 64), ml_dtypes.float8_e4m3fn)
+    plan = sharding.plan_gemm(spec, a, b, mesh=mesh_of((2, 4), ("x", "y")))
+    assert (plan.batch, plan.m, plan.n) == ((("x",),), ("y",), ())  # batch first, then M
+    plan = sharding.plan_gemm(spec, a, b, mesh=mesh_of((8,), ("x",)))  # 4 % 8: batch skipped
+    assert (plan.batch, plan.m, plan.n) == (((),), ("x",), ())
+    plan = sharding.plan_gemm(spec, a, b, mesh=mesh_of((2, 4), ("n", "m")))  # named axes
+    assert (plan.m, plan.n) == (("m",), ("n",))
+    plan = sharding.plan_gemm(spec, a, b, mesh=mesh_of((2, 2, 2), ("x", "y", "z")), mesh_axes={"x": "m", "z": "m", "y": "batch"})
+    assert (plan.batch, plan.m, plan.n) == ((("y",),), ("x", "z"), ())
+    mesh = mesh_of((2, 4), ("x", "y"))  # D's sharding given directly
+    plan = sharding.plan_gemm(spec, a, b, mesh=NamedSharding(mesh, P(None, "y", "x")))
+    assert (plan.batch, plan.m, plan.n) == (((),), ("y",), ("x",))
+    assert plan.out_sharding == NamedSharding(mesh, P(None, "y", "x"))
+
+
+# -------------------------------------------------------------------------------- errors
+def test_errors_are_clear():
+    spec = jwmma.BUILTINS[FP8]
+    f8 = ml_dtypes.float8_e4m3fn
+    a, b = np.zeros((3, 64, 128), f8), np.zeros((128, 64), f8)
+    with pytest.raises(ValueError, match=r"batch dim 0 of size 3 \(batch shape \(3,\)\) does not divide .* size 2"):
+        jwmma.gemm(a, b, builtin=FP8, mesh=mesh_of((2,), ("batch",)))
+    with pytest.raises(ValueError, match="K cannot be split"):
+        jwmma.gemm(a[0], b, builtin=FP8, mesh=mesh_of((2,), ("x",)), mesh_axes=("k",))
+    with pytest.raises(ValueError, match="either mesh= or devices="):
+        jwmma.gemm(a[0], b, builtin=FP8, mesh=mesh_of((2,), ("m",)), devices=2)
+    with pytest.raises(ValueError, match=r"devices=16 but only 8 cpu device"):
+        jwmma.gemm(a[0], b, builtin=FP8, devices=16)
+    with pytest.raises(ValueError, match=r"one role per mesh axis \('x', 'y'\)"):
+        jwmma.gemm(a[0], b, builtin=FP8, mesh=mesh_of((2, 4), ("x", "y")), mesh_axes=("m",))
+    with pytest.raises(ValueError, match=r"names batch dim 1, but the batch shape is \(3,\)"):
+        sharding.plan_gemm(spec, a, b, mesh=mesh_of((2,), ("x",)), mesh_axes=("batch1",))
+    with pytest.raises(ValueError, match=r"output D .* = \(37, 50\) cannot be sharded .* M=37 over 2 .* N=50 over 4"):
+        sharding.plan_gemm(spec, np.zeros((37, 128), f8), np.zeros((128, 50), f8), mesh=mesh_of((2, 4), ("m", "n")))
+    with pytest.raises(ValueError, match=r"the sharding given for D has 4 entries"):
+        sharding.plan_gemm(spec, a, b, mesh=NamedSharding(mesh_of((2,), ("x",)), P(None, None, None, "x")))
+    with pytest.raises(ValueError, match=r"cannot place mesh axis 'z'"):
+        sharding.plan_gemm(spec, a[0], b, mesh=mesh_of((2, 2, 2), ("x", "y", "z")))
+    mesh = mesh_of((2, 4), ("x", "y"))
+    a_s = jax.device_put(a[0], NamedSharding(mesh, P("x", None)))
+    c_s = jax.device_put(np.zeros((64, 64), np.float32), NamedSharding(mesh, P("y", None)))
+    with pytest.raises(ValueError, match=r"inputs disagree on how to split M: a splits it over \('x',\), c over \('y',\)"):
+        jwmma.gemm(a_s, b, c_s, builtin=FP8)
+    other = Mesh(np.array(jax.devices()[4:6], dtype=object), ("x",))
+    b_s = jax.device_put(b, NamedSharding(other, P(None, "x")))
+    with pytest.raises(ValueError, match="sharded over different meshes"):
+        jwmma.gemm(a_s, b_s, builtin=FP8)
+
+
+# ------------------------------------------------------------------------------ CLI helpers
+def test_cli_helpers():
+    p = sharding.add_device_args(argparse.ArgumentParser())
+    assert sharding.mesh_from_args(p.parse_args([])) == {"devices": 8}  # default: all
+    assert sharding.mesh_from_args(p.parse_args(["--devices", "1"])) == {}
+    assert sharding.mesh_from_args(p.parse_args(["--devices", "2"])) == {"devices": 2}
+    kw = sharding.mesh_from_args(p.parse_args(["--mesh", "batch=2,m=2"]))
+    assert dict(kw["mesh"].shape) == {"batch0": 2, "m": 2}
+    for argv, msg in ((["--devices", "9"], "only 8"), (["--devices", "x"], "a number or 'all'"),
+                      (["--mesh", "m=4,k=2"], "roles are"), (["--mesh", "m=16"], "needs 16 devices")):
+        with pytest.raises(ValueError, match=msg):
+            sharding.mesh_from_args(p.parse_args(argv))
