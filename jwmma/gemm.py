@@ -44,7 +44,7 @@ def _element_codes(spec_type: str, x, what: str, builtin: str):
         if np.dtype(x.dtype) != want:
             raise TypeError(
                 f"{what} must be {want.name} for {builtin} ({spec_type} operand), got {x.dtype}; "
-                f"convert it first, e.g. {what}.astype(ml_dtypes.{want.name}) or "
+                f"convert it first, e.g. {what}.astype({'np' if want.name in ('float16', 'float32') else 'ml_dtypes'}.{want.name}) or "
                 f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)"
             )
         width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[want.itemsize]
@@ -113,6 +113,14 @@ def _steps_b(b_codes, k):
     return jnp.moveaxis(x, -3, 0)
 
 
+def _matrix_tile(spec, np_) -> tuple[int, int]:
+    """Output tile of the matrix path: the instruction's height and 128 columns where N
+    allows, else the instruction's width; JWMMA_TILE_N overrides (any tile gives the same
+    bits; it only changes how memory is walked)."""
+    tn = int(os.environ.get("JWMMA_TILE_N", 128))  # 128: fastest of 16/128/N on an H200
+    return spec.m, (tn if tn > 0 and np_ % tn == 0 else spec.n)
+
+
 def _products_budget() -> int:
     """Elements of one step's product tensor a kernel may hold at once (memory, and cache
     locality on CPUs): row blocks are sized to stay under it."""
@@ -153,14 +161,21 @@ def by_row_blocks(kernel, spec):
 def _matrix_path(a_codes, pos, b_codes, c, *, spec, model, a_signed, b_signed, clamp):
     b_s = _steps_b(b_codes, spec.k)
 
+    tm, tn = _matrix_tile(spec, c.shape[-1])
+
     def rows(a_codes, pos, _b, c):
         a_s, p_s = _steps_a(a_codes, pos, spec.kc)
 
         def body(acc, x):
+            # tiles of tm x tn outputs as a batch: each tile's selected B rows stay local
             a, p, b = x
-            return core.step(spec, model, a, p, b, acc, a_signed=a_signed, b_signed=b_signed, clamp=clamp), None
+            a_t = _tiles(a, tm, spec.kc)  # (..., TM, 1, tm, kc)
+            p_t = _tiles(p, tm, spec.kc)
+            b_t = _tiles(b, spec.k, tn)  # (..., 1, TN, k, tn)
+            d = core.step(spec, model, a_t, p_t, b_t, acc, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+            return d, None
 
-        return lax.scan(body, c, (a_s, p_s, b_s))[0]
+        return _untile(lax.scan(body, _tiles(c, tm, tn), (a_s, p_s, b_s))[0])
 
     return by_row_blocks(rows, spec)(a_codes, pos, b_codes, c)
 
