@@ -19,6 +19,8 @@ from .gemm import gemm
 from .fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
 from .isa import BUILTINS, BuiltinSpec
 from .sparsity import compress_2_4, decompress_2_4, prune_2_4
+from . import study
+from .layout_plot import plot_layout
 
 globals().update(_FUNCTIONS)
 
@@ -30,3 +32,4 @@ __all__ = [
     "prune_2_4", "compress_2_4", "decompress_2_4",
     *_FUNCTIONS,
 ]
+__all__ += ["study", "plot_layout"]

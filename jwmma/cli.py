@@ -364,6 +364,14 @@ def cmd_demo(args) -> int:
         raise CliError(f"--model {bad} is not in the demo; it runs {', '.join(sorted(all_models))}")
     t0 = time.perf_counter()
     run_demo(args.waves, args.seed, only, args.model)
+    if not only and not args.model and not args.no_gemm:
+        from . import gemm_cli
+
+        print("\nA whole GEMM, emulated as the tiled kernel issuing the builtin once per K step "
+              "(`jwmma gemm --help` for more):")
+        rows = gemm_cli.run("smfmac_f32_16x16x128_fp8_fp8", ["exact", "cdna3", "fma_chain"], 128, 128, 2048,
+                            seed=args.seed, progress=False)
+        gemm_cli.print_table(rows)
     print(f"\ntotal {time.perf_counter() - t0:.1f} s. inst/s = waves (one instruction each) per second, "
           "second call, after compilation; 1st call includes compilation.")
     print("* = the builtin's default model. bit-identical = outputs equal to the reference bit for bit;")
@@ -379,6 +387,7 @@ def _add_demo(sub):
     p.add_argument("--seed", type=int, default=0, help="random seed (0)")
     p.add_argument("--builtin", action="append", metavar="NAME", help="only this demo builtin (repeatable)")
     p.add_argument("--model", action="append", metavar="NAME", help="only this model (repeatable)")
+    p.add_argument("--no-gemm", action="store_true", help="skip the closing whole-GEMM showcase")
     p.set_defaults(func=cmd_demo)
 
 
@@ -395,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_add_list, _add_layout, _add_demo):
         add(sub)
+    __import__("jwmma.study", fromlist=["add_cli"]).add_cli(sub)  # `jwmma study`: jwmma/study.py
+    __import__("jwmma.gemm_cli", fromlist=["add_cli"]).add_cli(sub)  # `jwmma gemm`: jwmma/gemm_cli.py
     return p
 
 

@@ -1,0 +1,204 @@
+"""``jwmma gemm``: emulate one 2:4-sparse GEMM under several models and report their error.
+
+    jwmma gemm --format fp8 -m 512 -n 512 -k 8192 --model exact,cdna3,fma_chain --dist normal
+
+For every model: the time, the throughput (emulated multiply-adds = compressed products per
+second), and the error against the exact product of the same quantised operands (float64 /
+integer reference): max and mean relative error (|D - exact| / sum_k |a_ik b_kj|), the mean
+signed error (bias), the fraction of outputs bit-identical to the correctly rounded f32
+result, and a histogram of the f32 ulp distance. Long runs show a progress bar: the K steps
+are issued in chunks, each chunk's D the next chunk's C, which gives the same bits.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from . import sharding, study
+from .isa import lookup
+
+
+def _progress(total, desc):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is optional
+        return None
+    return tqdm(total=total, desc=desc, unit="step", leave=False, disable=not sys.stderr.isatty())
+
+
+def int_operands(spec, m, n, k, seed, batch, signed=True):
+    """Random integers in the builtin's range; A pruned 2:4."""
+    import jwmma
+
+    rng = np.random.default_rng(seed)
+    bits = {"iu8": 8, "i8": 8, "iu4": 4}[spec.a_type]
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    dt = np.int8 if signed else np.uint8
+    a = rng.integers(lo, hi + 1, batch + (m, k)).astype(dt)
+    b = rng.integers(lo, hi + 1, batch + (k, n)).astype(dt)
+    return np.asarray(jwmma.prune_2_4(a)), b
+
+
+def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", scale=None, seed=0,
+        path="matrix", clamp=False, chunk_steps=None, distribute=None, progress=True):
+    """Emulate and measure; returns a list of result dicts (one per model)."""
+    import jax
+
+    import jwmma
+
+    spec = lookup(builtin)
+    if spec.integer:
+        a, b = int_operands(spec, m, n, k, seed, batch)
+        ref_exact = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    else:
+        a, b = study.make_operands(dist, k, m, n, seed, builtin=spec.name, scaling=scaling)
+        if scale is not None:  # a real-valued scale of the quantised data (re-rounded)
+            a = (a.astype(np.float64) * scale).astype(a.dtype)
+            b = (b.astype(np.float64) * scale).astype(b.dtype)
+        if batch:
+            a = np.broadcast_to(a, batch + a.shape).copy()
+            b = np.broadcast_to(b, batch + b.shape).copy()
+        ref = study.reference(a, b)
+    step = spec.k
+    n_steps = -(-k // step)
+    chunk = chunk_steps or max(1, n_steps // 8 if n_steps >= 64 else n_steps)
+    kw = dict(builtin=spec.name, path=path)
+    if spec.signed_choice:
+        kw.update(a_neg=True, b_neg=True, clamp=clamp)
+    kw.update(distribute or {})  # devices= / mesh= (jwmma.sharding.mesh_from_args)
+    results = []
+    for model in models:
+        c = None
+        t0 = time.perf_counter()
+        t_first = None
+        bar = _progress(n_steps, f"{spec.name} {study.model_label(model)}") if progress else None
+        for s0 in range(0, n_steps, chunk):
+            lo, hi = s0 * step, min(k, (s0 + chunk) * step)
+            d = jwmma.gemm(a[..., lo:hi], b[..., lo:hi, :], c, model=model, **kw)
+            jax.block_until_ready(d)
+            c = d
+            if t_first is None:
+                t_first = time.perf_counter() - t0
+            if bar is not None:
+                bar.update(min(chunk, n_steps - s0))
+        if bar is not None:
+            bar.close()
+        seconds = time.perf_counter() - t0
+        d = np.asarray(c)
+        macs = m * n * (k / 2) * max(1, int(np.prod(batch)))
+        n_chunks = -(-n_steps // chunk)
+        steady = (seconds - t_first) * n_chunks / (n_chunks - 1) if n_chunks > 1 else seconds
+        row = dict(builtin=spec.name, model=study.model_label(model), m=m, n=n, k=k, batch=list(batch),
+                   dist=dist, seed=seed, path=path, seconds=seconds, first_chunk_seconds=t_first,
+                   macs_per_s=macs / steady)
+        if spec.integer:
+            exact = ref_exact
+            want = exact if clamp else ((exact + 2**31) % 2**32) - 2**31
+            if clamp:
+                want = np.clip(exact, -(2**31), 2**31 - 1)
+            row.update(identical=float(np.mean(d == want)), max_abs_err=int(np.max(np.abs(d.astype(np.int64) - want))))
+        else:
+            row.update(study.metrics(d, ref))
+        results.append(row)
+    return results
+
+
+def _hist_line(h: dict) -> str:
+    """Compact signed-log2 ulp histogram: bin b > 0 holds distances in [2**(b-1), 2**b)."""
+    total = sum(h.values()) or 1
+    parts = []
+    for key in sorted(h, key=lambda s: (abs(int(s)), int(s))):
+        b = int(key)
+        lo = 2 ** (abs(b) - 1) if b else 0
+        span = f"{lo}" if abs(b) <= 1 else f"{lo}..{2 * lo - 1}"
+        label = "0" if b == 0 else ("+" if b > 0 else "-") + span
+        parts.append(f"{label}:{100 * h[key] / total:.1f}%")
+    return " ".join(parts[:9]) + (" ..." if len(parts) > 9 else "")
+
+
+def print_table(rows, out=None):
+    out = sys.stdout if out is None else out  # resolved per call (redirected/captured stdout)
+    if not rows:
+        return
+    integer = "identical" in rows[0] and "ident" not in rows[0]
+    r0 = rows[0]
+    print(f"{r0['builtin']}: M={r0['m']} N={r0['n']} K={r0['k']} batch={tuple(r0['batch'])} "
+          f"dist={r0['dist']} seed={r0['seed']} path={r0['path']}", file=out)
+    if integer:
+        print(f"{'model':14s} {'time':>9s} {'MAC/s':>10s} {'identical':>9s} {'max|err|':>9s}", file=out)
+        for r in rows:
+            print(f"{r['model']:14s} {r['seconds']:8.2f}s {r['macs_per_s']:10.3e} {r['identical']:9.4f} "
+                  f"{r['max_abs_err']:9d}", file=out)
+        return
+    print(f"{'model':14s} {'time':>9s} {'MAC/s':>10s} {'max rel':>9s} {'mean rel':>9s} {'bias':>10s} "
+          f"{'identical':>9s}  ulp distance to the exact f32 result", file=out)
+    for r in rows:
+        print(f"{r['model']:14s} {r['seconds']:8.2f}s {r['macs_per_s']:10.3e} {r['max_rel']:9.2e} "
+              f"{r['mean_rel']:9.2e} {r['bias']:10.2e} {r['ident']:9.4f}  {_hist_line(r['ulp_hist'])}", file=out)
+
+
+def _models_arg(values):
+    out = []
+    for v in values:
+        out += [study.parse_model(x) for x in study._split_list(v)]
+    return out
+
+
+def cmd_gemm(args) -> int:
+    from .cli import CliError
+
+    fmt = study.FORMAT_ALIASES.get(args.format, args.format)
+    if not args.builtin and fmt not in study.FORMATS:
+        raise CliError(f"unknown --format {args.format!r}; valid: {', '.join(study.FORMATS)} (or --builtin NAME)")
+    builtin = args.builtin or study.FORMATS[fmt]
+    try:
+        spec = lookup(builtin)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    models = _models_arg(args.model) if args.model else ([spec.default_model] + ([] if spec.default_model == "exact" else ["exact"]))
+    if args.dist not in study.DISTRIBUTIONS:
+        raise CliError(f"unknown distribution {args.dist!r}; valid: {', '.join(study.DISTRIBUTIONS)}")
+    k = args.k or 2 * args.m
+    try:
+        distribute = sharding.mesh_from_args(args)
+        rows = run(builtin, models, args.m, args.n, k, batch=tuple(args.batch), dist=args.dist,
+                   scaling=args.scaling, scale=args.scale, seed=args.seed, path=args.path,
+                   clamp=args.clamp, distribute=distribute, progress=not args.no_progress)
+    except (ValueError, TypeError) as e:
+        raise CliError(str(e)) from None
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1, default=float)
+        print()
+    else:
+        print_table(rows)
+    return 0
+
+
+def add_cli(sub):
+    p = sub.add_parser("gemm", help="emulate a 2:4-sparse GEMM under several models and report their error",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--builtin", help="builtin to issue (default: by --format)")
+    g.add_argument("--format", default="fp8", help="input format fp8|bf8|f16|bf16 (gfx950 builtin) [fp8]")
+    p.add_argument("-m", type=int, default=256)
+    p.add_argument("-n", type=int, default=256)
+    p.add_argument("-k", type=int, default=None, help="dense K (default 2*M)")
+    p.add_argument("--batch", type=int, nargs="*", default=[], help="leading batch dims")
+    p.add_argument("--model", action="append", help="model name(s), comma separated or repeated "
+                   "(default: the builtin's default and exact); e.g. 'FusedGroups(group=32)'")
+    p.add_argument("--dist", default="normal", help=f"data distribution: {', '.join(study.DISTRIBUTIONS)}")
+    p.add_argument("--scaling", default="auto", choices=study.SCALINGS, help="quantisation scaling [auto]")
+    p.add_argument("--scale", type=float, default=None, help="multiply the quantised data by this real factor")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--path", default="matrix", choices=("matrix", "registers"))
+    p.add_argument("--clamp", action="store_true", help="integer builtins: saturate")
+    sharding.add_device_args(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_gemm)
+    return p
+

@@ -1,0 +1,59 @@
+"""The notebooks run top to bottom (nbclient, a fresh kernel, small sizes), so they never rot.
+
+``JWMMA_NOTEBOOK_SMALL=1`` is set for the kernel: the study notebook then shrinks its sweep.
+Needs the ``notebooks`` extra (nbclient, nbformat, ipykernel, matplotlib); skipped without it.
+The quickstart is marked slow (``pytest -m slow``).
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+pytest.importorskip("matplotlib")
+
+NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def execute(name: str, monkeypatch):
+    monkeypatch.setenv("JWMMA_NOTEBOOK_SMALL", "1")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    for cell in nb.cells:  # run from scratch, whatever outputs are stored
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()
+    return nb
+
+
+def outputs(nb, kind="stream"):
+    text = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if kind == "stream" and out.get("output_type") == "stream":
+                text.append(out["text"])
+            elif kind in out.get("data", {}):
+                text.append(out["data"][kind])
+    return "\n".join(text)
+
+
+@pytest.mark.slow  # ~50 s, most of it JAX compiling the builtins and models it shows
+def test_quickstart_runs(monkeypatch):
+    nb = execute("quickstart.ipynb", monkeypatch)
+    text = outputs(nb)
+    assert "bit-identical to the once-rounded reference: True" in text
+    assert "identical bits: True" in text
+    assert outputs(nb, "image/png")  # the layout figures were drawn
+
+
+def test_fp8_study_runs(monkeypatch):
+    nb = execute("fp8_accumulation_study.ipynb", monkeypatch)
+    md = outputs(nb, "text/markdown")
+    assert "**Conclusions** (16x16 outputs x 2 seeds per point" in md
+    assert outputs(nb, "image/png")
