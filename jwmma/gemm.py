@@ -72,6 +72,10 @@ def _prepare_a(spec: BuiltinSpec, a, prune: bool):
         fragments.check_range(pos, 0, 3, "a positions")
         if values.ndim < 2:
             raise ValueError(f"a values must be (*batch, M, K/2), got shape {tuple(values.shape)}")
+        if values.shape[-1] % 2:
+            raise ValueError(
+                f"a values must hold two stored values per group of four (an even K/2), got shape {tuple(values.shape)}"
+            )
         return values, pos.astype(jnp.int32), values.shape[-1] * 2
     a = as_array(a, "a")
     if a.ndim < 2:
@@ -84,7 +88,10 @@ def _prepare_a(spec: BuiltinSpec, a, prune: bool):
         from .sparsity import prune_2_4
 
         a = prune_2_4(a)
-    values, pos = compress_2_4(a)  # raises on a matrix that is not 2:4 sparse
+    try:
+        values, pos = compress_2_4(a)  # raises on a matrix that is not 2:4 sparse
+    except ValueError as e:
+        raise ValueError(str(e).replace("a24 is not", "a is not", 1) + ", or pass prune=True") from None
     return values, pos, k
 
 
@@ -263,9 +270,9 @@ def gemm(
     model=None,
     path: str = "matrix",
     prune: bool = False,
-    a_neg: bool = True,
-    b_neg: bool = True,
-    clamp: bool = False,
+    a_neg: bool | None = None,
+    b_neg: bool | None = None,
+    clamp: bool | None = None,
     cbsz: int = 0,
     abid: int = 0,
     index_key: int = 0,
@@ -282,8 +289,9 @@ def gemm(
        type (float32, float16, bfloat16 or int32) or None for zeros.
     M, N, K need not be multiples of the tile: the operands are zero-padded (A's padding
     groups select positions (2, 3), as hipSPARSELt pads). Batch dims broadcast.
-    a_neg/b_neg/clamp: signedness and saturation of RDNA4 integer builtins; cbsz/abid
-    (gfx950) and index_key (RDNA4) pick the index set, which changes nothing numerically.
+    a_neg/b_neg/clamp: signedness and saturation of the RDNA4 iu8/iu4 builtins (default:
+    signed, no clamp); given for any other builtin they raise. cbsz/abid (gfx950) and
+    index_key (RDNA4) pick the index set, which changes nothing numerically.
     Returns (*batch, M, N) in the accumulator's dtype.
 
     Several devices (`jwmma.sharding`, same bits): ``devices=N`` (int, 'all' or a list of
@@ -297,9 +305,16 @@ def gemm(
     if path not in _PATHS:
         raise ValueError(f"path must be one of {_PATHS}, got {path!r}")
     prune = check_static_bool(prune, "prune")
-    a_signed = check_static_bool(a_neg, "a_neg") if spec.signed_choice else True
-    b_signed = check_static_bool(b_neg, "b_neg") if spec.signed_choice else True
-    clamp = check_static_bool(clamp, "clamp") if spec.signed_choice else False
+    if not spec.signed_choice:
+        given = [n for n, v in (("a_neg", a_neg), ("b_neg", b_neg), ("clamp", clamp)) if v is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} only apply to the RDNA4 iu8/iu4 builtins; {spec.name} takes none "
+                f"(its integers are {'signed and its i32 result wraps' if spec.integer else 'floats'})"
+            )
+    a_signed = check_static_bool(True if a_neg is None else a_neg, "a_neg")
+    b_signed = check_static_bool(True if b_neg is None else b_neg, "b_neg")
+    clamp = check_static_bool(False if clamp is None else clamp, "clamp")
     s = _builtins._index_offset(spec, cbsz, abid, index_key)
     m_obj = models.resolve(model, core.context(spec, clamp), spec.default_model)
     plan = _sharding.plan_gemm(spec, a, b, c, mesh=mesh, mesh_axes=mesh_axes, devices=devices)
