@@ -131,7 +131,9 @@ def _matrix_tile(spec, np_) -> tuple[int, int]:
 def _products_budget() -> int:
     """Elements of one step's product tensor a kernel may hold at once (memory, and cache
     locality on CPUs): row blocks are sized to stay under it."""
-    return int(os.environ.get("JWMMA_BLOCK_ELEMS", 2**27 if jax.default_backend() == "gpu" else 2**22))
+    # CPU: small blocks keep each fusion's intermediates in cache (2**18: ~1.6x faster than
+    # 2**22 on a 2-core Xeon); GPU: large blocks fill the device.
+    return int(os.environ.get("JWMMA_BLOCK_ELEMS", 2**27 if jax.default_backend() == "gpu" else 2**18))
 
 
 def _row_block(spec, mp, np_, batch_size) -> int:

@@ -19,7 +19,9 @@ from .integer import IntegerDot
 PRESETS = {
     "exact": (Exact(), IntegerDot("final"), "exact products and sum, one rounding (integers: exact, wrap or one final saturation)"),
     "fma_chain": (FMAChain(), None, "f32 FMA chain over the compressed products in compressed-K order (rocjitsu/GoC)"),
-    "cdna3": (CDNA3(), None, "MMA-Sim's bit-accurate CDNA3 algorithm: truncated fused groups of 8/16, f32 RNE per group"),
+    "cdna3": (CDNA3(), None, "MMA-Sim's bit-accurate CDNA3 algorithm (2.x, PyPI): truncated fused groups of 8/16, f32 RNE per group"),
+    "cdna3_c785138": (CDNA3(zero_exponent=-126, renormalize=False), None,
+                      "the earlier MMA-Sim CDNA3 algorithm (GitHub c785138) that NUMERICS.md 1.3 transcribes"),
     "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
     "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each of GoC's two stages"),
 }

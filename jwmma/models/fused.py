@@ -240,7 +240,7 @@ def _shift(x, n):
 class CDNA3(FusedGroups):
     """MMA-Sim's bit-accurate CDNA3 (gfx942) MFMA algorithm, applied to the compressed
     products (NUMERICS.md 1.3-1.4). The named preset ``"cdna3"`` is ``CDNA3()``, MMA-Sim 2.x
-    (PyPI) as it stands; ``"cdna3_c785138"`` is the earlier GitHub version NUMERICS.md
-    section 1.3 transcribes: ``CDNA3(zero_exponent=-126, renormalize=False)``."""
+    (PyPI) as it stands; the preset ``"cdna3_c785138"`` is the earlier GitHub version that
+    NUMERICS.md section 1.3 transcribes: ``CDNA3(zero_exponent=-126, renormalize=False)``."""
 
     name = "cdna3"
