@@ -107,7 +107,8 @@ def padded_bits(a, b, c, fa, fb, fc, model):
 # ================================================================ 1. hardware captures
 def _captures():
     here = Path(__file__).resolve()
-    for p in (os.environ.get("JWMMA_CAPTURES"), here.parents[2] / "shared/data/gfx1201_dot_captures.json",
+    for p in (os.environ.get("JWMMA_CAPTURES"), here.parent / "data/gfx1201_dot_captures.json",
+              here.parents[2] / "shared/data/gfx1201_dot_captures.json",
               here.parents[1] / "shared/data/gfx1201_dot_captures.json"):
         if p and Path(p).is_file():
             return json.loads(Path(p).read_text())
