@@ -148,13 +148,18 @@ def decode(fmt: FloatFormat, code: jnp.ndarray) -> Fields:
     special = nan | inf
     sig = jnp.where(special, 0, sig)
     exp = jnp.where(sig == 0, ZERO_EXP, jnp.maximum(ef, 1) - fmt.bias)
-    val = None
-    if _exactly_normal_in_f32(fmt):
-        mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
-        mag = jnp.where(inf, jnp.float32(np.inf), mag)
-        mag = jnp.where(nan, jnp.float32(np.nan), mag)
-        val = jnp.where(sign == 1, -mag, mag)
-    return Fields(sign, sig, exp, nan, inf, val)
+    return Fields(sign, sig, exp, nan, inf, _f32_value(fmt, sign, sig, exp, nan, inf))
+
+
+def _f32_value(fmt: FloatFormat, sign, sig, exp, nan, inf):
+    """The exact float32 value of decoded fields, for formats whose every value is a normal
+    f32 or zero (so no arithmetic on subnormals); None for the others."""
+    if not _exactly_normal_in_f32(fmt):
+        return None
+    mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
+    mag = jnp.where(inf, jnp.float32(np.inf), mag)
+    mag = jnp.where(nan, jnp.float32(np.nan), mag)
+    return jnp.where(sign == 1, -mag, mag)
 
 
 def decode_int(fmt: IntFormat, code: jnp.ndarray) -> jnp.ndarray:
@@ -208,10 +213,4 @@ def unpack_fields(fmt: FloatFormat, w) -> Fields:
     sign = (w >> 22) & 1
     nan = ((w >> 23) & 1) == 1
     inf = ((w >> 24) & 1) == 1
-    val = None
-    if _exactly_normal_in_f32(fmt):
-        mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
-        mag = jnp.where(inf, jnp.float32(np.inf), mag)
-        mag = jnp.where(nan, jnp.float32(np.nan), mag)
-        val = jnp.where(sign == 1, -mag, mag)
-    return Fields(sign, sig, exp, nan, inf, val)
+    return Fields(sign, sig, exp, nan, inf, _f32_value(fmt, sign, sig, exp, nan, inf))

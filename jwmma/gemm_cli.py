@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from . import sharding, study
+from . import accuracy, sharding, study
 from .isa import lookup
 
 
@@ -65,14 +65,14 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         a, b = int_operands(spec, m, n, k, seed, batch)
         ref_int = int_reference(a, b, spec.k, clamp)
     else:
-        a, b = study.make_operands(dist, k, m, n, seed, builtin=spec.name, scaling=scaling)
+        a, b = accuracy.make_operands(dist, k, m, n, seed, builtin=spec.name, scaling=scaling)
         if scale is not None:  # a real-valued scale of the quantised data (re-rounded)
             a = (a.astype(np.float64) * scale).astype(a.dtype)
             b = (b.astype(np.float64) * scale).astype(b.dtype)
         if batch:
             a = np.broadcast_to(a, batch + a.shape).copy()
             b = np.broadcast_to(b, batch + b.shape).copy()
-        ref = study.reference(a, b)
+        ref = accuracy.reference(a, b)
     step = spec.k
     n_steps = -(-k // step)
     chunk = chunk_steps or max(1, n_steps // 8 if n_steps >= 64 else n_steps)
@@ -109,7 +109,7 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
             want = ref_int
             row.update(identical=float(np.mean(d == want)), max_abs_err=int(np.max(np.abs(d.astype(np.int64) - want))))
         else:
-            row.update(study.metrics(d, ref))
+            row.update(accuracy.metrics(d, ref))
         results.append(row)
     return results
 
@@ -158,17 +158,17 @@ def _models_arg(values):
 def cmd_gemm(args) -> int:
     from .cli import CliError
 
-    fmt = study.FORMAT_ALIASES.get(args.format, args.format)
-    if not args.builtin and fmt not in study.FORMATS:
-        raise CliError(f"unknown --format {args.format!r}; valid: {', '.join(study.FORMATS)} (or --builtin NAME)")
-    builtin = args.builtin or study.FORMATS[fmt]
+    fmt = accuracy.FORMAT_ALIASES.get(args.format, args.format)
+    if not args.builtin and fmt not in accuracy.FORMATS:
+        raise CliError(f"unknown --format {args.format!r}; valid: {', '.join(accuracy.FORMATS)} (or --builtin NAME)")
+    builtin = args.builtin or accuracy.FORMATS[fmt]
     try:
         spec = lookup(builtin)
     except ValueError as e:
         raise CliError(str(e)) from None
     models = _models_arg(args.model) if args.model else ([spec.default_model] + ([] if spec.default_model == "exact" else ["exact"]))
-    if args.dist not in study.DISTRIBUTIONS:
-        raise CliError(f"unknown distribution {args.dist!r}; valid: {', '.join(study.DISTRIBUTIONS)}")
+    if args.dist not in accuracy.DISTRIBUTIONS:
+        raise CliError(f"unknown distribution {args.dist!r}; valid: {', '.join(accuracy.DISTRIBUTIONS)}")
     k = args.k or 2 * args.m
     try:
         distribute = sharding.mesh_from_args(args)
@@ -197,8 +197,8 @@ def add_cli(sub):
     p.add_argument("--batch", type=int, nargs="*", default=[], help="leading batch dims")
     p.add_argument("--model", action="append", help="model name(s), comma separated or repeated "
                    "(default: the builtin's default and exact); e.g. 'FusedGroups(group=32)'")
-    p.add_argument("--dist", default="normal", help=f"data distribution: {', '.join(study.DISTRIBUTIONS)}")
-    p.add_argument("--scaling", default="auto", choices=study.SCALINGS, help="quantisation scaling [auto]")
+    p.add_argument("--dist", default="normal", help=f"data distribution: {', '.join(accuracy.DISTRIBUTIONS)}")
+    p.add_argument("--scaling", default="auto", choices=accuracy.SCALINGS, help="quantisation scaling [auto]")
     p.add_argument("--scale", type=float, default=None, help="multiply the quantised data by this real factor")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--path", default="matrix", choices=("matrix", "registers"))
