@@ -15,7 +15,7 @@ from jax import lax
 from . import layouts
 from .formats import int_format
 from .isa import BuiltinSpec, Operand, lookup
-from .validation import as_array, check_last_dims, check_range, is_concrete
+from .validation import as_array, check_last_dims, check_range
 
 _FLOAT_DTYPES = {
     "f16": np.dtype(np.float16),
