@@ -133,9 +133,35 @@ class FusedGroups(Model):
         )
 
     def _group(self, a, b, c_bits, ctx: Context, two: bool, drop: bool, specials: bool = True):
+        S, Es, P, neg = self._group_sum(a, b, ctx, two)
+        cf = decode(F32, c_bits)
+        bits = self.combine(S, Es, cf, drop)
+        if not specials:
+            return self.finish(bits, cf)
         fa, fb = ctx.a, ctx.b
         mab = fa.mbits + fb.mbits
-        F, F2 = self.frac_bits, self.sum_bits
+        # ---- specials, decided before anything else (IEEE propagation of the float64 sum)
+        nan_p, pinf_p, ninf_p = product_specials(a, b)
+        if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
+            finite_p = ~(a.nan | a.inf | b.nan | b.inf)
+            lead_p = 31 - lax.clz(P) + a.exp + b.exp - mab  # exponent of the leading bit
+            big = finite_p & (P != 0) & (lead_p >= 128)
+            if self.renormalize:  # MMA-Sim 2.x: an overflowing product is an Inf product
+                pinf_p = pinf_p | (big & ~neg)
+                ninf_p = ninf_p | (big & neg)
+            else:  # c785138: overflow is looked at only when the float64 sum is finite
+                bpos = (big & ~neg).any(axis=-2)
+                bneg = (big & neg).any(axis=-2)
+                bits = jnp.where(bpos, 0x7F800000, bits)
+                bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
+                bits = jnp.where(bpos & bneg, QNAN["f32"], bits)
+        return self.finish(bits, cf, nan_p.any(axis=-2), pinf_p.any(axis=-2), ninf_p.any(axis=-2))
+
+    def _group_sum(self, a, b, ctx: Context, two: bool):
+        """(S, E, P, neg): the group's aligned sum S in units of 2**(E - frac_bits)."""
+        fa, fb = ctx.a, ctx.b
+        mab = fa.mbits + fb.mbits
+        F = self.frac_bits
         g = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
         half = -(-g // 2) if two else g
         wide = F + 2 + math.ceil(math.log2(max(half, 2))) + 1 > 31
@@ -178,8 +204,12 @@ class FusedGroups(Model):
             S = (S0 >> jnp.minimum(Es - E0, lim).astype(dt)) + (S1 >> jnp.minimum(Es - E1, lim).astype(dt))
         else:
             S, Es = fused_sum(P, E, neg, V, -2)
+        return S, Es, P, neg
 
-        cf = decode(F32, c_bits)
+    def combine(self, S, Es, cf, drop: bool):
+        """f32 bits of the group sum S * 2**(Es - frac_bits) added to the decoded C (finite
+        part; `finish` applies the special values)."""
+        F, F2 = self.frac_bits, self.sum_bits
         finite_c = ~(cf.nan | cf.inf)
         csig = jnp.where(finite_c, cf.sig, 0).astype(jnp.int64)
         ec = cf.exp
@@ -199,31 +229,16 @@ class FusedGroups(Model):
             t = jnp.maximum(lead, F32.min_exp) - F2 - unit
             t = jnp.clip(t, 0, 63)
             R = (R >> t) << t
-        bits = round_to_format((R < 0).astype(jnp.int32), jnp.abs(R), unit, F32)
+        return round_to_format((R < 0).astype(jnp.int32), jnp.abs(R), unit, F32)
 
-        # ---- specials, decided before anything else (IEEE propagation of the float64 sum)
-        if specials:
-            nan_p, pinf_p, ninf_p = product_specials(a, b)
-            if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
-                finite_p = ~(a.nan | a.inf | b.nan | b.inf)
-                lead_p = 31 - lax.clz(P) + a.exp + b.exp - mab  # exponent of the leading bit
-                big = finite_p & (P != 0) & (lead_p >= 128)
-                if self.renormalize:  # MMA-Sim 2.x: an overflowing product is an Inf product
-                    pinf_p = pinf_p | (big & ~neg)
-                    ninf_p = ninf_p | (big & neg)
-                else:  # c785138: overflow is looked at only when the float64 sum is finite
-                    bpos = (big & ~neg).any(axis=-2)
-                    bneg = (big & neg).any(axis=-2)
-                    bits = jnp.where(bpos, 0x7F800000, bits)
-                    bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
-                    bits = jnp.where(bpos & bneg, QNAN["f32"], bits)
+    @staticmethod
+    def finish(bits, cf, nan_p=None, pinf_p=None, ninf_p=None):
+        """Special results: NaN/Inf from C and (if given) from the products override ``bits``."""
         pinf = cf.inf & (cf.sign == 0)
         ninf = cf.inf & (cf.sign == 1)
         znan = cf.nan
-        if specials:
-            pinf = pinf | pinf_p.any(axis=-2)
-            ninf = ninf | ninf_p.any(axis=-2)
-            znan = znan | nan_p.any(axis=-2)
+        if nan_p is not None:
+            pinf, ninf, znan = pinf | pinf_p, ninf | ninf_p, znan | nan_p
         znan = znan | (pinf & ninf)
         bits = jnp.where(pinf, 0x7F800000, bits)
         bits = jnp.where(ninf, jnp.int32(-0x800000), bits)  # 0xFF800000
