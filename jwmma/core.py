@@ -15,7 +15,7 @@ from jax import lax
 
 from .formats import decode, decode_int, int_format, pack_fields, unpack_fields
 from .isa import BuiltinSpec
-from .models import Context
+from .models import Context, fused_dots
 
 
 def context(spec: BuiltinSpec, clamp: bool = False) -> Context:
@@ -89,16 +89,35 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, a_signed=True, b
         b_sel = select_rows(decode_b(spec, b_codes, b_signed), pos)
         return model.accumulate(a[..., None], b_sel, c, ctx)
     b = decode(spec.b_format, b_codes)
-    # one word per element travels through the row selection, then is unpacked again
-    b_sel = unpack_fields(spec.b_format, select_rows(pack_fields(b), pos))
-    if b.val is not None:  # the exact f32 value travels on its own (cheaper than rebuilding it)
-        b_sel = b_sel._replace(val=select_rows(b.val, pos))
     a_col = jax.tree_util.tree_map(lambda t: t[..., None], a)
+
+    def per_product(**kw):
+        # one word per element travels through the row selection, then is unpacked again
+        b_sel = unpack_fields(spec.b_format, select_rows(pack_fields(b), pos))
+        if b.val is not None:  # the exact f32 value travels on its own (cheaper than rebuilding it)
+            b_sel = b_sel._replace(val=select_rows(b.val, pos))
+        return model.accumulate(a_col, b_sel, c, ctx, **kw)
+
     if not getattr(model, "takes_specials_hint", False):
-        return model.accumulate(a_col, b_sel, c, ctx)
+        return per_product()
+    if fused_dots.applies(model, ctx, a_codes.shape, b_codes.shape) and use_dots():
+
+        def finite_operands():  # matrix products, or per product where they cannot stand in
+            bits, ok = fused_dots.accumulate(model, ctx, a, pos, b, c)
+            return lax.cond(ok, lambda: bits, lambda: per_product(product_specials=False))
+    else:
+
+        def finite_operands():
+            return per_product(product_specials=False)
+
     # NaN/Inf operands are rare: skip the per-product special-value work unless present
-    return lax.cond(
-        _specials_possible(spec, a, b),
-        lambda: model.accumulate(a_col, b_sel, c, ctx, product_specials=True),
-        lambda: model.accumulate(a_col, b_sel, c, ctx, product_specials=False),
-    )
+    return lax.cond(_specials_possible(spec, a, b), lambda: per_product(product_specials=True), finite_operands)
+
+
+def use_dots() -> bool:
+    """Form fp8 fused-group sums with matrix products (`jwmma.models.fused_dots`)?
+    JWMMA_DOTS=1/0 decides; by default on CPUs, where the per-product path is memory-bound."""
+    env = os.environ.get("JWMMA_DOTS")
+    if env in ("0", "1"):
+        return env == "1"
+    return jax.default_backend() == "cpu"

@@ -41,3 +41,60 @@ def test_float_and_integer_alignment_agree(dtype, model, monkeypatch):
     slow = np.asarray(jwmma.dot(a, b, c, model=model)).view(np.uint32)
     nan = np.isnan(fast.view(np.float32)) & np.isnan(slow.view(np.float32))
     assert ((fast == slow) | nan).all()
+
+
+# ----------------------------------------------------------------------------------------
+# fp8 group sums as matrix products (jwmma.models.fused_dots) == the per-product path
+def _gemm_bits(monkeypatch, dots: bool, *args, **kw):
+    from jwmma import core
+
+    monkeypatch.setattr(core, "use_dots", lambda: dots)
+    jax.clear_caches()
+    return np.asarray(jwmma.gemm(*args, **kw)).view(np.uint32)
+
+
+@pytest.mark.parametrize("builtin", ["smfmac_f32_16x16x128_fp8_fp8", "smfmac_f32_32x32x64_bf8_fp8",
+                                     "swmmac_f32_16x16x32_fp8_bf8_w32"])
+@pytest.mark.parametrize("dist", ["normal", "lognormal"])  # lognormal: groups fall back per product
+@pytest.mark.parametrize("path", ["matrix", "registers"])
+def test_matrix_product_group_sums_agree(builtin, dist, path, monkeypatch):
+    from jwmma import accuracy
+
+    a, b = accuracy.make_operands(dist, 640, 40, 37, 5, builtin=builtin)
+    rng = np.random.default_rng(3)
+    c = (rng.standard_normal((40, 37)) * 10.0 ** rng.integers(-42, 30, (40, 37))).astype(np.float32)
+    c[0, :3] = [0.0, -0.0, np.ldexp(-1.0, -149)]
+    kw = dict(builtin=builtin, model="cdna3", path=path)
+    fast = _gemm_bits(monkeypatch, True, a, b, c, **kw)
+    slow = _gemm_bits(monkeypatch, False, a, b, c, **kw)
+    assert np.array_equal(fast, slow)
+
+
+def test_matrix_product_group_sums_are_used_and_fall_back():
+    """The certificate accepts benign fp8 data and refuses groups whose products span more
+    binades than the window keeps (then the per-product path decides)."""
+    from jwmma import core, formats
+    from jwmma.models import fused_dots
+    from jwmma.rounding import x64_scope
+
+    spec = jwmma.BUILTINS["smfmac_f32_16x16x128_fp8_fp8"]
+    ctx = core.context(spec)
+    rng = np.random.default_rng(0)
+    pos = np.tile([0, 2], (16, 32)).astype(np.int32)  # every block keeps positions 0 and 2
+    a = rng.standard_normal((16, 64)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((128, 16)).astype(ml_dtypes.float8_e4m3fn)
+    model = jwmma.models.CDNA3()
+    with x64_scope():
+        def ok(a, b):
+            af = formats.decode(formats.FP8, np.asarray(a).view(np.uint8).astype(np.int32))
+            bf = formats.decode(formats.FP8, np.asarray(b).view(np.uint8).astype(np.int32))
+            return bool(fused_dots.group_sums(model, ctx, af, pos, bf)[2])
+        assert fused_dots.applies(model, ctx, (16, 64), (128, 16))
+        assert ok(a, b)
+        # row 3: compressed 0 (dense k 0) and 2 (dense k 4) are in the same half; with B row 0
+        # at 448 their products are 2**17 and about 2**-9 apart: more than the 18-bit window
+        a2 = a.copy()
+        a2[3, 0], a2[3, 2] = 448.0, 2.0**-9
+        b2 = b.copy()
+        b2[0, :], b2[4, :] = 448.0, 1.0
+        assert not ok(a2, b2)
