@@ -101,10 +101,15 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         d = np.asarray(c)
         macs = m * n * (k / 2) * max(1, int(np.prod(batch)))
         n_chunks = -(-n_steps // chunk)
-        steady = (seconds - t_first) * n_chunks / (n_chunks - 1) if n_chunks > 1 else seconds
+        if n_chunks > 1:  # the chunks after the first ran compiled
+            steady = (seconds - t_first) * n_chunks / (n_chunks - 1)
+        else:  # one chunk: its time included compilation, so run it once more, compiled
+            t1 = time.perf_counter()
+            jax.block_until_ready(jwmma.gemm(a, b, None, model=model, **kw))
+            steady = time.perf_counter() - t1
         row = dict(builtin=spec.name, model=study.model_label(model), m=m, n=n, k=k, batch=list(batch),
                    dist=dist, seed=seed, path=path, seconds=seconds, first_chunk_seconds=t_first,
-                   macs_per_s=macs / steady)
+                   compiled_seconds=steady, macs_per_s=macs / steady)
         if spec.integer:
             want = ref_int
             row.update(identical=float(np.mean(d == want)), max_abs_err=int(np.max(np.abs(d.astype(np.int64) - want))))
@@ -134,7 +139,8 @@ def print_table(rows, out=None):
     integer = "identical" in rows[0] and "ident" not in rows[0]
     r0 = rows[0]
     print(f"{r0['builtin']}: M={r0['m']} N={r0['n']} K={r0['k']} batch={tuple(r0['batch'])} "
-          f"dist={r0['dist']} seed={r0['seed']} path={r0['path']}", file=out)
+          f"dist={r0['dist']} seed={r0['seed']} path={r0['path']} (time: wall clock with compilation; "
+          f"MAC/s: compressed products per second, compiled)", file=out)
     if integer:
         print(f"{'model':14s} {'time':>9s} {'MAC/s':>10s} {'identical':>9s} {'max|err|':>9s}", file=out)
         for r in rows:
