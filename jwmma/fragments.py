@@ -119,26 +119,30 @@ def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
 
 
 # ------------------------------------------------------------------ matrix values <-> codes
-def _value_codes(spec_type: str, x, what: str) -> jnp.ndarray:
-    """Logical matrix values -> int32 bit patterns of the element type ``spec_type``."""
+def _value_codes(spec_type: str, x, what: str, builtin: str | None = None) -> jnp.ndarray:
+    """Logical matrix values -> int32 bit patterns of the element type ``spec_type``.
+    ``builtin``: name the builtin in the messages (whole-GEMM inputs)."""
     x = as_array(x, what)
     if spec_type in _FLOAT_DTYPES:
         want = _FLOAT_DTYPES[spec_type]
-        if x.dtype != want:
-            raise TypeError(
-                f"{what} must hold {want.name} values for a {spec_type} operand, got {x.dtype}; "
-                f"convert explicitly, e.g. x.astype("
-                f"{'np' if want.name in ('float16', 'float32') else 'ml_dtypes'}.{want.name}) (rounds to nearest even)"
-            )
-        if want.itemsize == 4:
-            return lax.bitcast_convert_type(x, jnp.int32)
-        width = jnp.uint16 if want.itemsize == 2 else jnp.uint8
-        return lax.bitcast_convert_type(x, width).astype(jnp.int32)
+        if np.dtype(x.dtype) != want:
+            mod = "np" if want.name in ("float16", "float32") else "ml_dtypes"
+            if builtin is None:
+                msg = (f"{what} must hold {want.name} values for a {spec_type} operand, got {x.dtype}; "
+                       f"convert explicitly, e.g. x.astype({mod}.{want.name}) (rounds to nearest even)")
+            else:
+                msg = (f"{what} must be {want.name} for {builtin} ({spec_type} operand), got {x.dtype}; "
+                       f"convert it first, e.g. {what}.astype({mod}.{want.name}) or "
+                       f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)")
+            raise TypeError(msg)
+        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[want.itemsize]
+        return lax.bitcast_convert_type(jnp.asarray(x), width).astype(jnp.int32)
     if not jnp.issubdtype(x.dtype, jnp.integer):
-        raise TypeError(f"{what} must hold integers for a {spec_type} operand, got {x.dtype}")
+        where = f"a {spec_type} operand" if builtin is None else f"{builtin} ({spec_type} operand)"
+        raise TypeError(f"{what} must hold integers for {where}, got {x.dtype}")
     lo, hi = _INT_RANGES[spec_type]
     check_range(x, lo, hi, what)
-    return x.astype(jnp.int32)
+    return jnp.asarray(x).astype(jnp.int32)
 
 
 def _codes_to_values(spec_type: str, codes, signed: bool) -> jnp.ndarray:

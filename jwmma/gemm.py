@@ -32,29 +32,13 @@ from .rounding import x64_scope
 from .sparsity import compress_2_4
 from .validation import as_array, check_static_bool
 
-_FLOAT_DTYPES = fragments._FLOAT_DTYPES
 _PATHS = ("matrix", "registers")
 
 
 # ---------------------------------------------------------------------------- operand prep
 def _element_codes(spec_type: str, x, what: str, builtin: str):
     """Logical element values -> int32 codes, with a conversion hint on a dtype mismatch."""
-    x = as_array(x, what)
-    if spec_type in _FLOAT_DTYPES:
-        want = _FLOAT_DTYPES[spec_type]
-        if np.dtype(x.dtype) != want:
-            raise TypeError(
-                f"{what} must be {want.name} for {builtin} ({spec_type} operand), got {x.dtype}; "
-                f"convert it first, e.g. {what}.astype({'np' if want.name in ('float16', 'float32') else 'ml_dtypes'}.{want.name}) or "
-                f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)"
-            )
-        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[want.itemsize]
-        return lax.bitcast_convert_type(jnp.asarray(x), width).astype(jnp.int32)
-    if not jnp.issubdtype(x.dtype, jnp.integer):
-        raise TypeError(f"{what} must hold integers for {builtin} ({spec_type} operand), got {x.dtype}")
-    lo, hi = fragments._INT_RANGES[spec_type]
-    fragments.check_range(x, lo, hi, what)
-    return jnp.asarray(x).astype(jnp.int32)
+    return fragments._value_codes(spec_type, x, what, builtin)
 
 
 def _prepare_a(spec: BuiltinSpec, a, prune: bool):
