@@ -65,6 +65,19 @@ def _grid(plt, n, width=6.0, height=4.2):
     return fig, axes.ravel()
 
 
+def _panel_axes(plt, rows, panel_by, ax=None, width=6.0):
+    """(figure, [(axes, panel key, rows of the panel)]): one panel per value of ``panel_by``,
+    or only the first one drawn into ``ax`` when given."""
+    keys = _panels(rows, panel_by)
+    if ax is not None:
+        fig, axes = ax.figure, [ax]
+        keys = keys[:1]
+    else:
+        fig, axes = _grid(plt, max(1, len(keys)), width=width)
+    return fig, [(axx, key, [r for r in rows if tuple(r[f] for f in panel_by) == key])
+                 for axx, key in zip(axes, keys)]
+
+
 def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), panel_by=("dist", "format"),
                     ax=None, floor: float | None = None, title: str | None = None):
     """``metric`` (mean over seeds, shaded 95% interval) against K on log-log axes, one line
@@ -72,16 +85,10 @@ def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), p
     ``floor`` (default: a decade below the smallest positive value) and marked as such."""
     plt = require_matplotlib()
     rows = [r for r in summary]
-    panels = _panels(rows, panel_by)
-    if ax is not None:
-        fig, axes = ax.figure, [ax]
-        panels = panels[:1]
-    else:
-        fig, axes = _grid(plt, max(1, len(panels)))
+    fig, panels = _panel_axes(plt, rows, panel_by, ax)
     pos = [r[metric] for r in rows if r[metric] > 0 and np.isfinite(r[metric])]
     lo_val = floor if floor is not None else (min(pos) / 10 if pos else U32 / 10)
-    for axx, key in zip(axes, panels):
-        sub = [r for r in rows if tuple(r[f] for f in panel_by) == key]
+    for axx, key, sub in panels:
         for label, ser in _series(sub, by).items():
             k = np.array([r["K"] for r in ser], float)
             y = np.array([r[metric] for r in ser], float)
@@ -126,15 +133,9 @@ def plot_bias_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format"),
     of u = 2**-24 (``units='u'``) or plain ('rel'), on a symmetric-log axis."""
     plt = require_matplotlib()
     rows = list(summary)
-    panels = _panels(rows, panel_by)
-    if ax is not None:
-        fig, axes = ax.figure, [ax]
-        panels = panels[:1]
-    else:
-        fig, axes = _grid(plt, max(1, len(panels)))
+    fig, panels = _panel_axes(plt, rows, panel_by, ax)
     div = U32 if units == "u" else 1.0
-    for axx, key in zip(axes, panels):
-        sub = [r for r in rows if tuple(r[f] for f in panel_by) == key]
+    for axx, key, sub in panels:
         for label, ser in _series(sub, by).items():
             k = np.array([r["K"] for r in ser], float)
             y = np.array([r["bias"] for r in ser]) / div
@@ -159,14 +160,8 @@ def plot_ident_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format")
     with 95% intervals, one line per model (and remedy), one panel per (distribution, format)."""
     plt = require_matplotlib()
     rows = list(summary)
-    panels = _panels(rows, panel_by)
-    if ax is not None:
-        fig, axes = ax.figure, [ax]
-        panels = panels[:1]
-    else:
-        fig, axes = _grid(plt, max(1, len(panels)))
-    for axx, key in zip(axes, panels):
-        sub = [r for r in rows if tuple(r[f] for f in panel_by) == key]
+    fig, panels = _panel_axes(plt, rows, panel_by, ax)
+    for axx, key, sub in panels:
         for label, ser in _series(sub, by).items():
             k = np.array([r["K"] for r in ser], float)
             y = 100 * np.array([r["ident"] for r in ser])
@@ -202,14 +197,8 @@ def plot_ulp_hist(summary, k=None, by=("model", "remedy"), panel_by=("dist", "fo
     rows = [r for r in rows if r["K"] == k]
     if not rows:
         raise ValueError(f"no summary row has K={k}")
-    panels = _panels(rows, panel_by)
-    if ax is not None:
-        fig, axes = ax.figure, [ax]
-        panels = panels[:1]
-    else:
-        fig, axes = _grid(plt, max(1, len(panels)), width=7.0)
-    for axx, key in zip(axes, panels):
-        sub = [r for r in rows if tuple(r[f] for f in panel_by) == key]
+    fig, panels = _panel_axes(plt, rows, panel_by, ax, width=7.0)
+    for axx, key, sub in panels:
         series = {lab: ser[0] for lab, ser in _series(sub, by).items()}
         bins = sorted({int(b) for r in series.values() for b in r["ulp_hist"]})
         if not bins:
