@@ -34,35 +34,17 @@ def decode_b(spec: BuiltinSpec, codes, signed: bool):
     return decode(spec.b_format, codes)
 
 
-def select_rows(b, pos, mode: str | None = None):
+def select_rows(b, pos):
     """b: (..., Kd, N) array; pos: (..., M, Kc) positions 0..3.
 
-    Returns the selected rows (..., M, Kc, N): out[..., i, c, :] = b[..., 4*(c//2) + pos, :].
-    ``mode`` "take" gathers rows; "select" picks among the 4 rows of each dense group with
-    element-wise selects (fuses better on some backends). None: the backend's default."""
-    mode = mode or gather_mode()
+    Returns the selected rows (..., M, Kc, N): out[..., i, c, :] = b[..., 4*(c//2) + pos, :]."""
     m, kc = pos.shape[-2:]
-    pos = pos.astype(jnp.int32)
-    if mode == "select":
-        b4 = b.reshape(*b.shape[:-2], b.shape[-2] // 4, 4, b.shape[-1])
-        rows = jnp.repeat(b4, 2, axis=-3)  # (..., Kc, 4, N): the group of every compressed column
-        p = pos[..., None]  # (..., M, Kc, 1)
-        r = [rows[..., None, :, i, :] for i in range(4)]  # (..., 1, Kc, N)
-        return jnp.where(p == 0, r[0], jnp.where(p == 1, r[1], jnp.where(p == 2, r[2], r[3])))
-    k = 4 * (jnp.arange(kc, dtype=jnp.int32) // 2) + pos  # (..., M, Kc)
+    k = 4 * (jnp.arange(kc, dtype=jnp.int32) // 2) + pos.astype(jnp.int32)  # (..., M, Kc)
     batch = jnp.broadcast_shapes(b.shape[:-2], k.shape[:-2])
     xb = jnp.broadcast_to(b, batch + b.shape[-2:])
     kb = jnp.broadcast_to(k, batch + k.shape[-2:]).reshape(*batch, m * kc, 1)
     out = jnp.take_along_axis(xb, kb, axis=-2, mode="promise_in_bounds")
     return out.reshape(*batch, m, kc, b.shape[-1])
-
-
-def gather_mode() -> str:
-    """How selected B rows are formed: JWMMA_GATHER=take|select, else per backend."""
-    env = os.environ.get("JWMMA_GATHER")
-    if env in ("take", "select"):
-        return env
-    return "take"
 
 
 def _specials_possible(spec: BuiltinSpec, a, b):
