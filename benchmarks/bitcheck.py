@@ -197,9 +197,12 @@ def gemm_operands(rng, spec, batch, m, n, k):
         c = (rng.standard_normal(batch + (m, n)) * 10.0 ** rng.integers(-40, 30, batch + (m, n))).astype(np.float32)
     else:
         c = finite_values(rng, spec.c_type, batch + (m, n))
-    # a few specials in one output row (the special-value branch of the same compiled kernel)
+    # a special value in one output row (the special-value branch of the same compiled kernel),
+    # at a kept (non-zero) position so that A stays 2:4 sparse
     if spec.a_type in ("f16", "bf16", "bf8"):
-        a[..., 1, 0] = np.inf
+        row = a[..., 1, :]
+        first = np.argmax(row.astype(np.float32) != 0, axis=-1)
+        np.put_along_axis(row, first[..., None], np.inf, axis=-1)
     return a, b, c
 
 
