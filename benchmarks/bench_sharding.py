@@ -78,7 +78,7 @@ def main(argv=None):
     import numpy as np
 
     import jwmma
-    from jwmma import sharding
+    from jwmma.tiled import plan_gemm
 
     backend = jax.default_backend()
     gpu = backend != "cpu"
@@ -106,7 +106,7 @@ def main(argv=None):
     rows, ref = [], None
     for count in counts:
         devices = None if count == 1 else count
-        plan = sharding.plan_gemm(spec, (values, pos), b, devices=devices)
+        plan = plan_gemm(spec, (values, pos), b, devices=devices)
         if plan is not None:
             (v_d, p_d), b_d, _ = plan.place((values, pos), b, None)
             layout = plan.describe()

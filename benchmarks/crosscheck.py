@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 import jwmma
-from jwmma import fragments
+from jwmma.isa.conventions import hip_args
 
 WAVES = 64
 
@@ -60,12 +60,7 @@ def run_case(name, model, ops):
     spec = jwmma.BUILTINS[name]
     a, b, c, idx = ops
     fn = getattr(jwmma, name)
-    if spec.signed_choice:
-        d = fn(True, a, False, b, c, idx, True, model=model)
-    elif spec.arch == "gfx950":
-        d = fn(a, b, c, idx, 0, 1, model=model)
-    else:
-        d = fn(a, b, c, idx, model=model)
+    d = fn(*hip_args(spec.convention, a, b, c, idx, a_signed=True, b_signed=False, clamp=True, abid=1), model=model)
     d = np.asarray(d)
     return d.view(np.uint32 if d.itemsize == 4 else np.uint16)
 

@@ -7,29 +7,80 @@ the ``__builtin_amdgcn_`` prefix and taking the HIP arguments in HIP order::
     d = jwmma.smfmac_f32_16x16x128_fp8_fp8(a, b, c, idx, cbsz=0, abid=0, model="cdna3")
 
 See ``jwmma.BUILTINS`` (the instruction table), ``jwmma.pack_a``... (fragments),
-``jwmma.prune_2_4``... (2:4 sparsity), ``jwmma.models`` (arithmetic models).
+``jwmma.prune_2_4``... (2:4 sparsity), ``jwmma.gemm`` (whole GEMMs), ``jwmma.kernel`` (your
+own kernel's loaders), ``jwmma.models`` (arithmetic models), ``jwmma.Options`` (execution
+choices) and ``jwmma.study`` (accumulation studies, loaded on first use). The layers are
+described in docs/ARCHITECTURE.md.
 """
 from __future__ import annotations
 
+import importlib
+
 from . import kernel, models
-from .builtins import FUNCTIONS as _FUNCTIONS
-from .builtins import index_violations
-from .dot import dot
-from .gemm import gemm
-from .fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
-from .isa import BUILTINS, BuiltinSpec
-from .sparsity import compress_2_4, decompress_2_4, prune_2_4
-from . import study
-from .layout_plot import plot_layout
+from .engine.builtins import (
+    smfmac_f32_16x16x64_bf16,
+    smfmac_f32_16x16x64_f16,
+    smfmac_f32_16x16x128_bf8_bf8,
+    smfmac_f32_16x16x128_bf8_fp8,
+    smfmac_f32_16x16x128_fp8_bf8,
+    smfmac_f32_16x16x128_fp8_fp8,
+    smfmac_f32_32x32x32_bf16,
+    smfmac_f32_32x32x32_f16,
+    smfmac_f32_32x32x64_bf8_bf8,
+    smfmac_f32_32x32x64_bf8_fp8,
+    smfmac_f32_32x32x64_fp8_bf8,
+    smfmac_f32_32x32x64_fp8_fp8,
+    smfmac_i32_16x16x128_i8,
+    smfmac_i32_32x32x64_i8,
+    swmmac_bf16_16x16x32_bf16_w32,
+    swmmac_f16_16x16x32_f16_w32,
+    swmmac_f32_16x16x32_bf8_bf8_w32,
+    swmmac_f32_16x16x32_bf8_fp8_w32,
+    swmmac_f32_16x16x32_bf16_w32,
+    swmmac_f32_16x16x32_f16_w32,
+    swmmac_f32_16x16x32_fp8_bf8_w32,
+    swmmac_f32_16x16x32_fp8_fp8_w32,
+    swmmac_i32_16x16x32_iu4_w32,
+    swmmac_i32_16x16x32_iu8_w32,
+    swmmac_i32_16x16x64_iu4_w32,
+)
+from .engine.dot import dot
+from .engine.fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
+from .engine.index import index_violations
+from .engine.options import Options
+from .engine.sparsity import compress_2_4, decompress_2_4, prune_2_4
+from .isa.plot import plot_layout
+from .isa.table import BUILTINS, BuiltinSpec
+from .tiled import gemm
+from .version import __version__
 
-globals().update(_FUNCTIONS)
-
-__version__ = "0.1.0"
+#: the 25 builtin functions, in table order
+BUILTIN_FUNCTIONS = (
+    "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
+    "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
+    "swmmac_i32_16x16x64_iu4_w32", "swmmac_f32_16x16x32_fp8_fp8_w32", "swmmac_f32_16x16x32_fp8_bf8_w32",
+    "swmmac_f32_16x16x32_bf8_fp8_w32", "swmmac_f32_16x16x32_bf8_bf8_w32", "smfmac_f32_16x16x64_f16",
+    "smfmac_f32_32x32x32_f16", "smfmac_f32_16x16x64_bf16", "smfmac_f32_32x32x32_bf16", "smfmac_i32_16x16x128_i8",
+    "smfmac_i32_32x32x64_i8", "smfmac_f32_16x16x128_fp8_fp8", "smfmac_f32_16x16x128_fp8_bf8",
+    "smfmac_f32_16x16x128_bf8_fp8", "smfmac_f32_16x16x128_bf8_bf8", "smfmac_f32_32x32x64_fp8_fp8",
+    "smfmac_f32_32x32x64_fp8_bf8", "smfmac_f32_32x32x64_bf8_fp8", "smfmac_f32_32x32x64_bf8_bf8",
+)
 
 __all__ = [
-    "BUILTINS", "BuiltinSpec", "models", "kernel", "index_violations", "dot", "gemm",
-    "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
-    "prune_2_4", "compress_2_4", "decompress_2_4",
-    *_FUNCTIONS,
+    "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "models", "kernel", "study", "index_violations",
+    "dot", "gemm", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
+    "prune_2_4", "compress_2_4", "decompress_2_4", "plot_layout", "__version__",
+    *BUILTIN_FUNCTIONS,
 ]
-__all__ += ["study", "plot_layout"]
+
+
+def __getattr__(name: str):
+    """``jwmma.study`` is imported on first use: ``import jwmma`` does not load the study
+    application (nor matplotlib)."""
+    if name == "study":
+        return importlib.import_module(".study", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"study"})

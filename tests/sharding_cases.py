@@ -24,7 +24,8 @@ from jax.sharding import Mesh, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import jwmma  # noqa: E402
-from jwmma import sharding  # noqa: E402
+from jwmma.cli import devices  # noqa: E402
+from jwmma.tiled import plan as sharding  # noqa: E402
 
 FP8 = "smfmac_f32_16x16x128_fp8_fp8"
 
@@ -227,13 +228,13 @@ def test_errors_are_clear():
 
 # ------------------------------------------------------------------------------ CLI helpers
 def test_cli_helpers():
-    p = sharding.add_device_args(argparse.ArgumentParser())
-    assert sharding.mesh_from_args(p.parse_args([])) == {"devices": 8}  # default: all
-    assert sharding.mesh_from_args(p.parse_args(["--devices", "1"])) == {}
-    assert sharding.mesh_from_args(p.parse_args(["--devices", "2"])) == {"devices": 2}
-    kw = sharding.mesh_from_args(p.parse_args(["--mesh", "batch=2,m=2"]))
+    p = devices.add_device_args(argparse.ArgumentParser())
+    assert devices.mesh_from_args(p.parse_args([])) == {"devices": 8}  # default: all
+    assert devices.mesh_from_args(p.parse_args(["--devices", "1"])) == {}
+    assert devices.mesh_from_args(p.parse_args(["--devices", "2"])) == {"devices": 2}
+    kw = devices.mesh_from_args(p.parse_args(["--mesh", "batch=2,m=2"]))
     assert dict(kw["mesh"].shape) == {"batch0": 2, "m": 2}
     for argv, msg in ((["--devices", "9"], "only 8"), (["--devices", "x"], "a number or 'all'"),
                       (["--mesh", "m=4,k=2"], "roles are"), (["--mesh", "m=16"], "needs 16 devices")):
         with pytest.raises(ValueError, match=msg):
-            sharding.mesh_from_args(p.parse_args(argv))
+            devices.mesh_from_args(p.parse_args(argv))

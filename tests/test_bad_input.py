@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jwmma
-from reference import NAMES, Ref, pack_index
+from oracles.reference import NAMES, Ref, pack_index
 
 
 def regs(name, batch=()):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jwmma
-from reference import (
+from oracles.reference import (
     I32_MAX, I32_MIN, NAMES, Ref, assert_same_bits, encode, float_dot_bits, is_inf_code, is_nan_code,
     lane_codes_to_matrix, out_fmt, pack_index, pack_matrix, rand_float_codes, rand_positions, reference,
     regs_to_lane_codes, special_codes,
@@ -611,7 +611,7 @@ def test_bf16_register_dtype_alternatives(name):
 # ------------------------------------------------------------- the reference itself
 def test_reference_decoder_and_rounding_agree_with_numpy():
     """The scalar reference's decoding and rounding against numpy / ml_dtypes conversions."""
-    from reference import BF8, BF16, F16, F32, FP8, decode, round_to_bits
+    from oracles.reference import BF8, BF16, F16, F32, FP8, decode, round_to_bits
 
     rng = np.random.default_rng(3)
     for fmt, dt in ((F16, np.float16), (BF16, ml_dtypes.bfloat16), (FP8, ml_dtypes.float8_e4m3fn), (BF8, ml_dtypes.float8_e5m2)):

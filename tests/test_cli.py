@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jwmma
-from jwmma import layout_view
+from jwmma.isa import view as layout_view
 from jwmma.cli import main
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jwmma
-from reference import (NAMES, Ref, lane_codes_to_regs, matrix_to_lane_codes, pack_index, regs_to_lane_codes,
+from oracles.reference import (NAMES, Ref, lane_codes_to_regs, matrix_to_lane_codes, pack_index, regs_to_lane_codes,
                        unpack_index)
 
 FLOAT_DTYPES = {

@@ -1,7 +1,6 @@
 """The fused-group model's two implementations of truncating alignment give the same bits:
 integer shifts of the significand product, and (for f32-exact products: fp8, bf8, f16) a
 multiply of the f32 product by 2**(F - E_T) with a conversion toward zero."""
-import jax
 import ml_dtypes
 import numpy as np
 import pytest
@@ -32,53 +31,48 @@ def _operands(dtype, rng, n=1500, k=48):
     pytest.param(FusedGroups(group=4, frac_bits=12), marks=pytest.mark.slow),
     pytest.param(FusedGroups(zero_exponent=-126, renormalize=False), marks=pytest.mark.slow),
 ], ids=["cdna3", "g4f12", "c785138"])
-def test_float_and_integer_alignment_agree(dtype, model, monkeypatch):
+def test_float_and_integer_alignment_agree(dtype, model):
     rng = np.random.default_rng(7)
     a, b, c = _operands(dtype, rng)
     fast = np.asarray(jwmma.dot(a, b, c, model=model)).view(np.uint32)
-    monkeypatch.setattr(FusedGroups, "float_alignment", False)
-    jax.clear_caches()  # the jitted dot was traced with the fast path
-    slow = np.asarray(jwmma.dot(a, b, c, model=model)).view(np.uint32)
+    slow = np.asarray(jwmma.dot(a, b, c, model=model, options=jwmma.Options(float_alignment=False))).view(np.uint32)
     nan = np.isnan(fast.view(np.float32)) & np.isnan(slow.view(np.float32))
     assert ((fast == slow) | nan).all()
 
 
 # ----------------------------------------------------------------------------------------
 # fp8 group sums as matrix products (jwmma.models.fused_dots) == the per-product path
-def _gemm_bits(monkeypatch, dots: bool, *args, **kw):
-    from jwmma import core
-
-    monkeypatch.setattr(core, "use_dots", lambda: dots)
-    jax.clear_caches()
-    return np.asarray(jwmma.gemm(*args, **kw)).view(np.uint32)
+def _gemm_bits(dots: bool, *args, **kw):
+    return np.asarray(jwmma.gemm(*args, options=jwmma.Options(group_dots=dots), **kw)).view(np.uint32)
 
 
 @pytest.mark.parametrize("builtin", ["smfmac_f32_16x16x128_fp8_fp8", "smfmac_f32_32x32x64_bf8_fp8",
                                      "swmmac_f32_16x16x32_fp8_bf8_w32"])
 @pytest.mark.parametrize("dist", ["normal", "lognormal"])  # lognormal: groups fall back per product
 @pytest.mark.parametrize("path", ["matrix", "registers"])
-def test_matrix_product_group_sums_agree(builtin, dist, path, monkeypatch):
-    from jwmma import accuracy
+def test_matrix_product_group_sums_agree(builtin, dist, path):
+    from jwmma import study
 
-    a, b = accuracy.make_operands(dist, 640, 40, 37, 5, builtin=builtin)
+    a, b = study.make_operands(dist, 640, 40, 37, 5, builtin=builtin)
     rng = np.random.default_rng(3)
     c = (rng.standard_normal((40, 37)) * 10.0 ** rng.integers(-42, 30, (40, 37))).astype(np.float32)
     c[0, :3] = [0.0, -0.0, np.ldexp(-1.0, -149)]
     kw = dict(builtin=builtin, model="cdna3", path=path)
-    fast = _gemm_bits(monkeypatch, True, a, b, c, **kw)
-    slow = _gemm_bits(monkeypatch, False, a, b, c, **kw)
+    fast = _gemm_bits(True, a, b, c, **kw)
+    slow = _gemm_bits(False, a, b, c, **kw)
     assert np.array_equal(fast, slow)
 
 
 def test_matrix_product_group_sums_are_used_and_fall_back():
     """The certificate accepts benign fp8 data and refuses groups whose products span more
     binades than the window keeps (then the per-product path decides)."""
-    from jwmma import core, formats
+    from jwmma.engine import step
     from jwmma.models import fused_dots
-    from jwmma.rounding import x64_scope
+    from jwmma.numerics import formats
+    from jwmma.numerics.rounding import x64_scope
 
     spec = jwmma.BUILTINS["smfmac_f32_16x16x128_fp8_fp8"]
-    ctx = core.context(spec)
+    ctx = step.context(spec)
     rng = np.random.default_rng(0)
     pos = np.tile([0, 2], (16, 32)).astype(np.int32)  # every block keeps positions 0 and 2
     a = rng.standard_normal((16, 64)).astype(ml_dtypes.float8_e4m3fn)

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import jwmma
+from oracles.scaled import round_scaled, to_scaled_int
 
 BUILTINS = jwmma.BUILTINS
 FLOAT_DT = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e4m3fn,
@@ -229,37 +230,7 @@ def stepwise(name, vals, pos, b, c=None, *, model=None, a_neg=True, b_neg=True, 
 
 
 # ================================================================ exact scalar references
-SCALE = 400  # every value of these formats (and their products) is a multiple of 2**-400
-ACC_FMT = {"f32": (23, -126, 127), "f16": (10, -14, 15), "bf16": (7, -126, 127)}
-
-
-def to_scaled_int(x: float) -> int:
-    if x == 0:
-        return 0
-    m, e = math.frexp(x)
-    v = int(m * 2**53) * 2 ** (e - 53 + SCALE) if e - 53 + SCALE >= 0 else None
-    assert v is not None and v * 2.0 ** -SCALE == x
-    return v
-
-
-def round_scaled(t: int, c_type: str) -> float:
-    """t * 2**-SCALE rounded to nearest even in the accumulator format (gradual underflow,
-    overflow to Inf), as a Python float (exactly representable)."""
-    mbits, emin, emax = ACC_FMT[c_type]
-    if t == 0:
-        return 0.0
-    sign = -1.0 if t < 0 else 1.0
-    mag = abs(t)
-    e = max(mag.bit_length() - 1 - SCALE, emin)
-    sh = e - mbits + SCALE  # quantum 2**(e - mbits) in units of 2**-SCALE
-    q, r = divmod(mag, 1 << sh)
-    half = 1 << (sh - 1)
-    if r > half or (r == half and q & 1):
-        q += 1
-    v = math.ldexp(q, e - mbits)
-    if v >= 2.0 ** (emax + 1):
-        return sign * math.inf
-    return sign * v
+# (to_scaled_int, round_scaled: tests/oracles/scaled.py)
 
 
 def sel_rows(pos):

@@ -1,4 +1,4 @@
-"""`jwmma gemm` (jwmma/gemm_cli.py): tiny problems through the CLI and `gemm_cli.run`.
+"""`jwmma gemm` (jwmma/cli/gemm.py): tiny problems through the CLI and `gemm_cli.run`.
 
 The numbers the CLI reports are checked against `jwmma.gemm` on the same operands and an
 independent exact reference (Python integers, from test_gemm's helpers): for the `exact`
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import jwmma
-from jwmma import gemm_cli, study
+from jwmma import study
+from jwmma.cli import gemm as gemm_cli
 from jwmma.cli import main
-from test_gemm import round_scaled, to_scaled_int
+from oracles.scaled import round_scaled, to_scaled_int
 
 FP8 = "smfmac_f32_16x16x128_fp8_fp8"
 IU8 = "swmmac_i32_16x16x32_iu8_w32"

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jwmma
-import ref_gfx12 as R
+import oracles.ref_gfx12 as R
 from jwmma import models
-from jwmma.formats import BF8, BF16, F16, F32, FP8
+from jwmma.numerics.formats import BF8, BF16, F16, F32, FP8
 from jwmma.models import Context, Gfx12Dot4
 
 DT = {

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jwmma
-from reference import CDNA4, NAMES, RDNA4, Ref
+from oracles.reference import CDNA4, NAMES, RDNA4, Ref
 
 API_TYPES = {"f16", "bf16", "fp8", "bf8", "iu8", "iu4", "i8"}
 

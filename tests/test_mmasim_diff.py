@@ -28,7 +28,7 @@ torch = pytest.importorskip("torch")
 fdpa = pytest.importorskip("mmasim.arithmetic.fdpa")
 
 import jwmma  # noqa: E402
-import ref_models as R  # noqa: E402
+import oracles.ref_models as R  # noqa: E402
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn, "bf8": torch.float8_e5m2}
 PAIRS = [(R.F16, R.F16), (R.BF16, R.BF16), (R.FP8, R.FP8), (R.BF8, R.BF8), (R.FP8, R.BF8), (R.BF8, R.FP8)]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jwmma
-import ref_models as R
+import oracles.ref_models as R
 
 PAIRS = [(R.F16, R.F16), (R.BF16, R.BF16), (R.FP8, R.FP8), (R.BF8, R.BF8), (R.FP8, R.BF8), (R.BF8, R.FP8)]
 PAIR_IDS = [f"{a.name}x{b.name}" for a, b in PAIRS]

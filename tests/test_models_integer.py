@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jwmma
-import ref_models as R
+import oracles.ref_models as R
 
 INT_DTYPES = {"i8": (np.int8, 8, True), "u8": (np.uint8, 8, False), "i4": (ml_dtypes.int4, 4, True),
               "u4": (ml_dtypes.uint4, 4, False)}

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 import jwmma
-from reference import F16, F32, FP8, decode, rand_float_codes, round_to_bits
+from oracles.reference import F16, F32, FP8, decode, rand_float_codes, round_to_bits
 
 WAVES = 8
 

@@ -19,7 +19,9 @@ import pytest
 import jwmma
 from jwmma import study
 from jwmma.cli import main
+from jwmma.cli.study import parse_ks
 from jwmma.models import FusedGroups
+from jwmma.models.parse import split_list
 
 FP8 = "smfmac_f32_16x16x128_fp8_fp8"
 F16 = "smfmac_f32_16x16x64_f16"
@@ -238,9 +240,9 @@ def test_parsers_and_labels():
     assert study.model_label("cdna3") == "cdna3"
     with pytest.raises(ValueError):
         study.parse_model("__import__('os')")
-    assert study._parse_ks("128:1024") == [128, 256, 512, 1024]
-    assert study._parse_ks("64,100:256") == [64, 128, 256]
-    assert study._split_list("a, B(x=1, y=2),c") == ["a", "B(x=1, y=2)", "c"]
+    assert parse_ks("128:1024") == [128, 256, 512, 1024]
+    assert parse_ks("64,100:256") == [64, 128, 256]
+    assert split_list("a, B(x=1, y=2),c") == ["a", "B(x=1, y=2)", "c"]
     assert study.resolve_format("e4m3")[1].name == FP8
     assert study.resolve_format("swmmac_f32_16x16x32_bf8_fp8_w32")[0] == "bf8_fp8"
 
@@ -256,7 +258,7 @@ def test_make_operands_pipeline():
     a2, b2 = study.make_operands("normal", 256, 8, 12, 3, FP8)
     assert a.tobytes() == a2.tobytes() and b.tobytes() == b2.tobytes()
     a16, _ = study.make_operands("normal", 256, 8, 12, 3, F16)  # same raw data, scaling none
-    dense = study.sample("normal", (8, 256), study._rng(3, "normal", 256, 8, 12, "a"))
+    dense = study.sample("normal", (8, 256), study.data_rng(3, "normal", 256, 8, 12, "a"))
     raw = study.prune_2_4_f64(dense)
     assert np.array_equal(a16, raw.astype(np.float16))
     kept = np.asarray(jwmma.prune_2_4(dense.astype(np.float32))) != 0  # the library's pruning rule
@@ -359,7 +361,7 @@ def test_figures_and_layout_plot(tiny, tmp_path):
 
 
 def test_missing_matplotlib_is_a_clear_error(monkeypatch):
-    from jwmma import plotting
+    from jwmma.study import plots as plotting
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install 'jwmma\[plot\]'"):

@@ -1,33 +1,63 @@
-"""What every arithmetic model is given and returns.
+"""What every arithmetic model is given and returns: the model protocol (NUMERICS.md section 0).
 
-A model turns one instruction's products into the accumulator: for every output it sees the
-K compressed A values and the K *selected* B values (in compressed-K order, the pruned B rows
-never appear) and the accumulator C, and returns D. Shapes broadcast: ``a`` is (..., K, 1) or
-(..., K, N), ``b`` is (..., K, N), ``c`` and the result are (..., N). Float operands arrive
-decoded (`jwmma.formats.Fields`), the accumulator as int32 bit patterns of ``ctx.c``; integer
-operands arrive as sign/zero-extended int32 values. Models run inside `x64_scope()`.
+A model turns one instruction's products into the accumulator. Two levels, both declared here:
+
+* `Model.accumulate(a, b, c, ctx, options)`: the arithmetic itself, per output. It sees the K
+  compressed A values and the K *selected* B values (in compressed-K order, the pruned B rows
+  never appear) and the accumulator C, and returns D. Shapes broadcast: ``a`` is (..., K, 1)
+  or (..., K, N), ``b`` is (..., K, N), ``c`` and the result are (..., N). Float operands
+  arrive decoded (`jwmma.numerics.formats.Fields`), the accumulator as int32 bit patterns of
+  ``ctx.c``; integer operands arrive as sign/zero-extended int32 values.
+* `Model.instruction(ctx, a, pos, b, c, select, options)`: one whole instruction on matrices: A
+  (..., M, Kc) with its positions, B (..., Kd, N) and C (..., M, N). The default selects the
+  B rows each stored A element multiplies (with the engine's ``select``) and calls
+  `accumulate`. A model with a faster way to the same bits (skipping special-value work when
+  no operand is NaN/Inf, matrix products for whole groups, a fused kernel) overrides `instruction`:
+  the engine never names a model class.
+
+`Model.working_set` tells the GEMM drivers how many products one kernel should hold at once.
+``options`` is the resolved, hashable `jwmma.Options` of the call (read as attributes: this
+layer does not import the engine). Models run inside `x64_scope()`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..formats import FloatFormat
+import jax
+
+from ..numerics.formats import FloatFormat
+
+__all__ = ["Context", "Model", "as_column"]
+
+#: products per kernel on the per-product path when the options do not say (see `working_set`)
+_BLOCK_ELEMS = {"gpu": 2**27}
+_BLOCK_ELEMS_DEFAULT = 2**18
 
 
 @dataclass(frozen=True)
 class Context:
-    """Static facts about one use of a model: operand and accumulator formats."""
+    """Static facts about one use of a model: operand and accumulator formats.
 
-    a: FloatFormat | None  # None for integer operands
+    Fields: ``a``, ``b``: `FloatFormat` of the operands (None for integer operands); ``c``:
+    the accumulator's (None for i32); ``clamp``: integer builtins saturate the i32 result;
+    ``arch``: the builtin's architecture ('gfx12', 'gfx950'; '' for a free-standing dot).
+    """
+
+    a: FloatFormat | None
     b: FloatFormat | None
-    c: FloatFormat | None  # None for an i32 accumulator
-    clamp: bool = False  # integer builtins: saturate the i32 result
-    arch: str = ""  # "gfx12" / "gfx950" / "" (free-standing dot)
+    c: FloatFormat | None
+    clamp: bool = False
+    arch: str = ""
 
     @property
     def integer(self) -> bool:
         return self.c is None
+
+
+def as_column(x):
+    """(..., K) operands (arrays or decoded Fields) -> (..., K, 1): one column of products."""
+    return jax.tree_util.tree_map(lambda t: t[..., None], x)
 
 
 class Model:
@@ -37,22 +67,61 @@ class Model:
     integer: ClassVar[bool] = False  # True for models of integer builtins
 
     def check(self, ctx: Context) -> str | None:
-        """None when the model applies to ``ctx``, otherwise the reason it does not."""
+        """None when the model applies to ``ctx``, otherwise the reason it does not.
+
+        Args:
+            ctx: the formats of one use.
+        Returns:
+            None, or a sentence for the ValueError the caller raises.
+        """
         if ctx.integer != self.integer:
             kind = "integer" if ctx.integer else "floating-point"
             return f"{self.describe()} is not a model for {kind} builtins"
         return None
 
-    def accumulate(self, a, b, c, ctx: Context):
+    def accumulate(self, a, b, c, ctx: Context, options=None):
+        """D from the products of ``a`` and ``b`` and the accumulator ``c`` (module doc).
+
+        Args:
+            a: decoded A values (..., K, 1 or N); b: decoded selected B values (..., K, N);
+            c: (..., N) int32 accumulator bits (floats) or values (i32); ctx: the formats;
+            options: resolved execution options (None: defaults), for implementation choices
+                that never change a bit.
+        Returns:
+            (..., N) int32: result bit patterns (floats) or values (integers).
+        """
         raise NotImplementedError
 
+    def instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """One instruction on whole matrices (module doc).
+
+        Args:
+            ctx: the formats; a: decoded compressed A (..., M, Kc); pos: (..., M, Kc) int32
+            positions 0..3; b: decoded dense B (..., Kd, N); c: (..., M, N) accumulator bits
+            or values; select: ``select(b, pos)`` -> the B values every stored A element
+            multiplies, (..., M, Kc, N); options: resolved execution options.
+        Returns:
+            (..., M, N) int32 D.
+        """
+        return self.accumulate(as_column(a), select(b, pos), c, ctx, options=options)
+
+    def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
+        """Elements of one step's product tensor (rows x Kc x N x batch) a kernel may hold at
+        once: the GEMM drivers cut the rows into blocks under it (memory, and cache locality
+        on CPUs). Any value gives the same bits.
+
+        Args:
+            ctx: the formats; options: resolved execution options (``block_elems`` wins when
+                set); a_shape: (M, Kc) of one step's A; b_shape: (Kd, N) of its B.
+        Returns:
+            The budget: 2**27 on GPUs (large blocks fill the device); 2**18 elsewhere (the
+            per-product fusions keep their intermediates in cache: about 1.6x faster than
+            2**22 on a 2-core Xeon).
+        """
+        if options.block_elems is not None:
+            return options.block_elems
+        return _BLOCK_ELEMS.get(options.platform, _BLOCK_ELEMS_DEFAULT)
+
     def describe(self) -> str:
+        """A readable name for messages."""
         return repr(self)
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A named model with the note the instruction table shows for it."""
-
-    model: Model
-    doc: str

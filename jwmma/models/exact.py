@@ -14,10 +14,13 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ..formats import ZERO_EXP, decode
-from ..rounding import QNAN, fields_to_f64, pow2_f64, round_to_format
-from .base import Context, Model
+from ..numerics.formats import ZERO_EXP, decode
+from ..numerics.rounding import fields_to_f64, pow2_f64, round_to_format
+from .base import Context, Model, as_column
 from .specials import product_specials as _product_specials
+from .specials import specials_shortcut
+
+__all__ = ["Exact", "exact_sum_bits"]
 
 
 def _plan(ctx: Context, k: int):
@@ -119,10 +122,17 @@ class Exact(Model):
     An exact zero is +0 unless every product and C are -0 (IEEE sum rule)."""
 
     name = "exact"
-    takes_specials_hint = True
 
-    def accumulate(self, a, b, c_bits, ctx: Context, product_specials: bool = True):
-        """``product_specials=False`` promises that no operand is NaN/Inf (C may be)."""
+    def instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """`Model.instruction` with the special-value work skipped when no operand is NaN/Inf."""
+        def per_product(specials):
+            return self.accumulate(as_column(a), select(b, pos), c, ctx, options, product_specials=specials)
+
+        return specials_shortcut(ctx, a, b, per_product)
+
+    def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
+        """`Model.accumulate`; ``product_specials=False`` promises that no operand is NaN/Inf
+        (C may be)."""
         fa, fb, fc = ctx.a, ctx.b, ctx.c
         k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
         cf = decode(fc, c_bits)
@@ -149,5 +159,5 @@ class Exact(Model):
         inf_bits = ((1 << fc.ebits) - 1) << fc.mbits
         bits = jnp.where(pinf, inf_bits, bits)
         bits = jnp.where(ninf, inf_bits | (1 << (fc.bits - 1)), bits)
-        bits = jnp.where(any_nan | (pinf & ninf), QNAN[fc.name], bits)
+        bits = jnp.where(any_nan | (pinf & ninf), fc.qnan, bits)
         return bits.astype(jnp.int32)

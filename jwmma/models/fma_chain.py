@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ..formats import F32, decode
-from ..rounding import fields_to_f64, round_f64, round_to_odd, two_sum
+from ..numerics.formats import F32, decode
+from ..numerics.rounding import fields_to_f64, round_f64, round_to_odd, two_sum
 from .base import Context, Model
 from .grouping import over_groups
 
@@ -26,14 +26,20 @@ def _to_f64(f, mbits):
     return jnp.where(f.nan, jnp.nan, v)
 
 
+__all__ = ["FMAChain"]
+
+
 @dataclass(frozen=True)
 class FMAChain(Model):
+    """acc <- RN_f32(a_k * b_k + acc) over the products in order (module doc); no parameters."""
+
     name = "fma_chain"
 
     def describe(self):
         return "fma_chain"
 
-    def accumulate(self, a, b, c_bits, ctx: Context):
+    def accumulate(self, a, b, c_bits, ctx: Context, options=None):
+        """`Model.accumulate`: one emulated f32 FMA per product."""
         fa, fb, fc = ctx.a, ctx.b, ctx.c
         acc = _to_f64(decode(fc, c_bits), fc.mbits)  # exact (a 16-bit C widens exactly)
 

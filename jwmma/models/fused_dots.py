@@ -27,15 +27,26 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..formats import F32, decode, pow2_f32
-from ..rounding import pow2_f64
+from ..numerics.formats import F32, decode, pow2_f32
+from ..numerics.rounding import pow2_f64
 from .base import Context
-from .fused import NO_EXP, FusedGroups
+
+__all__ = ["NO_EXP", "applies", "group_sums", "accumulate"]
+
+NO_EXP = -(2**20)  # exponent of a zero product that must not set the group maximum
 
 
 def applies(model, ctx: Context, a_shape, b_shape) -> bool:
-    """Static test: can `group_sums` stand in for ``model``'s per-product path here?"""
-    if not isinstance(model, FusedGroups) or ctx.integer or ctx.c != F32:
+    """Static test: can `group_sums` stand in for the per-product path of ``model`` (a
+    `FusedGroups`) on one step of A (..., M, Kc) and B (..., Kd, N)?
+
+    Args:
+        model: the fused-group model; ctx: the formats; a_shape, b_shape: the operand shapes.
+    Returns:
+        True for f32-accumulating 8-bit truncating two-stage models whose groups tile Kc and
+        whose exponent encodings stay normal float32 numbers.
+    """
+    if ctx.integer or ctx.c != F32:
         return False
     if ctx.a.bits != 8 or ctx.b.bits != 8 or model.product_rounding != "truncate":
         return False
@@ -79,7 +90,7 @@ def _exponent(t):
     return jnp.where(t > 0, e, NO_EXP)
 
 
-def group_sums(model: FusedGroups, ctx: Context, a, pos, b):
+def group_sums(model, ctx: Context, a, pos, b):
     """Aligned group sums by matrix products.
 
     a: decoded A (..., M, Kc); pos: (..., M, Kc); b: decoded B (..., Kd, N); no operand NaN/Inf.
@@ -130,7 +141,7 @@ def group_sums(model: FusedGroups, ctx: Context, a, pos, b):
     return s, e, ok0 & ok1
 
 
-def accumulate(model: FusedGroups, ctx: Context, a, pos, b, c_bits):
+def accumulate(model, ctx: Context, a, pos, b, c_bits):
     """(bits, ok): the model's D from the group sums of `group_sums`, group after group."""
     _, _, drop = model.resolved(ctx)
     a, pos, b, c_bits, unfold = _fold(a, pos, b, c_bits)

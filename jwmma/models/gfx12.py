@@ -44,10 +44,12 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
-from ..formats import BF16, F16, F32, FloatFormat, decode
-from ..rounding import round_to_format
+from ..numerics.formats import BF16, F16, F32, FloatFormat, decode
+from ..numerics.rounding import round_to_format
 from .base import Context, Model
 from .grouping import over_groups
+
+__all__ = ["Gfx12Dot4", "SPECIALS", "NARROWINGS"]
 
 EMPTY = -(1 << 20)  # grid of a zero product: never the maximum, far below any real grid
 
@@ -149,7 +151,8 @@ class Gfx12Dot4(Model):
         return pairs, floor
 
     # ------------------------------------------------------------------ arithmetic
-    def accumulate(self, a, b, c_bits, ctx: Context):
+    def accumulate(self, a, b, c_bits, ctx: Context, options=None):
+        """`Model.accumulate`: consecutive steps of ``step`` products."""
         pairs, floor = self.resolved(ctx)
         return over_groups(a, b, c_bits, self.step, lambda ga, gb, acc: self._step(ga, gb, acc, ctx, pairs, floor))
 

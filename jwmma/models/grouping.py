@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+__all__ = ["over_groups", "UNROLL"]
+
 UNROLL = 16
 
 

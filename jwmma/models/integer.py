@@ -22,8 +22,18 @@ def _sat32(x):
     return jnp.clip(x, INT32_MIN, INT32_MAX).astype(jnp.int32)
 
 
+__all__ = ["IntegerDot", "INT32_MIN", "INT32_MAX"]
+
+
 @dataclass(frozen=True)
 class IntegerDot(Model):
+    """The integer model: exact dot onto the i32 accumulator.
+
+    staging: where clamp saturates (module doc): 'final' (once, the `exact` preset) or
+    'staged' (after each of GoC's two stages, the `staged_clamp` preset). Without clamp the
+    result wraps mod 2**32 either way.
+    """
+
     staging: str = "final"
 
     name = "integer"
@@ -36,7 +46,8 @@ class IntegerDot(Model):
     def describe(self):
         return {"final": "exact", "staged": "staged_clamp"}[self.staging]
 
-    def accumulate(self, a, b, c, ctx: Context):
+    def accumulate(self, a, b, c, ctx: Context, options=None):
+        """`Model.accumulate` on sign/zero-extended int32 values."""
         p = a.astype(jnp.int64) * b.astype(jnp.int64)  # (..., K, N)
         c = c.astype(jnp.int64)
         if not ctx.clamp:

@@ -1,0 +1,102 @@
+"""``jwmma list``: every builtin of the table with shapes, types, registers, default model."""
+from __future__ import annotations
+
+import json
+import re
+
+from ..isa.table import BUILTINS, BuiltinSpec
+
+__all__ = ["evidence_kind", "row", "cmd_list", "add"]
+
+# ================================================================================== list
+_EVIDENCE_KIND = (("measured", "measured"), ("assumed", "assumed"), ("second-hand", "second-hand"))
+
+
+def evidence_kind(spec: BuiltinSpec) -> str:
+    """'measured' / 'measured*' / 'assumed' / 'second-hand', from the default model's evidence."""
+    ev = spec.default_evidence.lower()
+    for prefix, kind in _EVIDENCE_KIND:
+        if ev.startswith(prefix):
+            # measured on a related instruction, transfer to the sparse one assumed
+            return kind + "*" if kind == "measured" and "assumed" in ev else kind
+    return "assumed"
+
+
+def _vector_types(spec: BuiltinSpec) -> dict:
+    """HIP vector type of A, B, C as the prototype spells them (v8half, v2int, int...)."""
+    sig = spec.signature()
+    return {k: re.search(rf"(\w+) {k.upper()}\b", sig).group(1) for k in ("a", "b", "c")}
+
+
+def _vgprs(op) -> int:
+    return max(1, -(-op.elems * op.elem_bits // 32))
+
+
+def row(spec: BuiltinSpec) -> dict:
+    """The JSON row of ``jwmma list --json`` for one builtin."""
+    vec = _vector_types(spec)
+    ops = {}
+    for k in ("a", "b", "c"):
+        op = getattr(spec, k)
+        ops[k] = {
+            "type": getattr(spec, f"{k}_type"), "hip_vector": vec[k], "n": op.n,
+            "elements": op.elems, "elem_bits": op.elem_bits, "vgprs": _vgprs(op),
+        }
+    return {
+        "name": spec.name, "hip_name": spec.hip_name, "signature": spec.signature(),
+        "arch": spec.arch, "wave": spec.wave, "m": spec.m, "n": spec.n, "k_dense": spec.k,
+        "k_compressed": spec.kc, "operands": ops,
+        "index_sets": [{"set": i, "bits": [s + (31 if len(spec.index_sets) == 1 else 15), s]}
+                       for i, s in enumerate(spec.index_sets)],
+        "default_model": spec.default_model, "evidence": evidence_kind(spec),
+        "evidence_note": spec.default_evidence,
+    }
+
+
+def cmd_list(args) -> int:
+    """``jwmma list``: the table as text (legend included) or JSON."""
+    specs = [s for s in BUILTINS.values() if args.arch in (None, s.arch)]
+    if args.json:
+        print(json.dumps([row(s) for s in specs], indent=2))
+        return 0
+    notes: dict[str, int] = {}
+    table = []
+    for s in specs:
+        r = row(s)
+        o = r["operands"]
+        note = notes.setdefault(s.default_evidence, len(notes) + 1)
+        table.append([
+            s.name, s.arch, str(s.wave), f"{s.m}x{s.n}x{s.k}",
+            f"{s.a_type}*{s.b_type}->{s.c_type}",
+            " ".join(f"{o[k]['hip_vector']}({o[k]['vgprs']})" for k in ("a", "b", "c")),
+            "2x16b" if len(s.index_sets) == 2 else "1x32b",
+            f"{s.default_model} ({r['evidence']} [{note}])",
+        ])
+    head = ["builtin", "arch", "wave", "MxNxK", "A*B->C/D", "A B C vectors (VGPRs)", "index", "default model"]
+    widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    print(fmt(head))
+    print(fmt(["-" * w for w in widths]))
+    for t in table:
+        print(fmt(t))
+    print()
+    print("Legend: names drop the __builtin_amdgcn_ prefix. K in MxNxK is the DENSE K (A holds K/2")
+    print("compressed values per row, with a 2-bit position each in the index register).")
+    print("Vectors are the HIP register types of A, B, C with their VGPRs per lane; 8/4-bit data")
+    print("are packed 4/8 per int, f16/bf16 2 per VGPR. index: 2x16b = two 16-bit index sets")
+    print("(bits 15:0 / 31:16), 1x32b = one 32-bit set. gfx12 = RDNA4 (wave32), gfx950 = CDNA4 (wave64).")
+    print("Default model evidence (measured* = measured on a dense relative, transfer assumed):")
+    for text, n in notes.items():
+        print(f"  [{n}] {text}")
+    print("Other models: jwmma.models.PRESETS (model=... on every builtin).")
+    return 0
+
+
+def add(sub):
+    """Register ``jwmma list`` on an argparse subparsers object."""
+    p = sub.add_parser("list", help="the 25 builtins: shapes, types, registers, default model",
+                       description="List every builtin of the instruction table.")
+    p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()}),
+                   help="only RDNA4 (gfx12) or CDNA4 (gfx950)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_list)

@@ -1,0 +1,116 @@
+"""``jwmma study``: accumulation-error sweeps from the command line (`jwmma.study.run`)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from ..models.parse import parse_model, split_list
+from ..study.data import DISTRIBUTIONS, SCALINGS
+from ..study.store import json_default
+from ..study.sweep import DEFAULT_KS, DEFAULT_M, DEFAULT_MODELS, DEFAULT_N, DEFAULT_SEEDS, run
+from .common import CliError, many
+from .devices import add_device_args, mesh_from_args
+
+__all__ = ["parse_ks", "parse_size", "cmd_study", "add"]
+
+
+def parse_ks(text: str) -> list[int]:
+    """'128,1024' or '128:16384' (powers of two from..to) or a mix -> the K values."""
+    out = []
+    for part in split_list(text):
+        if ":" in part:
+            lo, hi = (int(x) for x in part.split(":", 1))
+            if lo < 1 or hi < lo:
+                raise ValueError(f"bad K range {part!r}")
+            k = 1 << (lo - 1).bit_length()
+            while k <= hi:
+                out.append(k)
+                k <<= 1
+        else:
+            out.append(int(part))
+    return out
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'64' or '64x32' -> (M, N)."""
+    t = text.lower().split("x")
+    if len(t) == 1:
+        return int(t[0]), int(t[0])
+    if len(t) == 2:
+        return int(t[0]), int(t[1])
+    raise ValueError(f"--size takes M or MxN, got {text!r}")
+
+
+def cmd_study(args) -> int:
+    """``jwmma study``: run the sweep, print the table (or JSON)."""
+    try:
+        ks = parse_ks(args.k) if args.k else list(DEFAULT_KS)
+        m, n = parse_size(args.size)
+        formats = many(args.format, () if args.builtin else ("fp8",)) + many(args.builtin, ())
+        models = [parse_model(x) for x in many(args.model, DEFAULT_MODELS)]
+        dists = many(args.dist, ("normal",))
+        remedies = many(args.remedy, ("none",))
+        if args.seeds < 1:
+            raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    say = (lambda *a: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
+    t0 = time.perf_counter()
+    try:
+        st = run(ks, models, dists, formats, remedies, seeds=list(range(args.seed0, args.seed0 + args.seeds)),
+                 m=m, n=n, scaling=args.scaling, out=args.out, resume=not args.fresh,
+                 progress=not (args.no_progress or args.quiet), figures=not args.no_plots,
+                 path=args.path, log=say, gemm_kw=mesh_from_args(args))
+    except (ValueError, TypeError) as e:
+        raise CliError(str(e)) from None
+    if args.json:
+        print(json.dumps(st.summary, default=json_default))
+    elif not args.quiet:
+        print(st.table())
+        print(f"{len(st.points)} points ({len(st.summary)} aggregated rows) in {time.perf_counter() - t0:.1f} s; "
+              f"rel = |d - ref| / sum|a*b|, bias = mean signed rel, ident = bit-identical to the correctly "
+              f"rounded reference, ulp = f32 steps from it; values are means over seeds.")
+        if args.out:
+            print(f"tables: {args.out}/points.csv, summary.csv, summary.json; rerun the same command to resume.")
+    return 0
+
+
+def add(subparsers) -> None:
+    """Register ``jwmma study`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "study", help="accumulation-error study: sweep K, models, data, formats, remedies",
+        description="Sweep GEMM depth K, arithmetic models, data distributions, input formats and "
+        "software remedies; measure the error of the emulated sparse GEMM against the exact "
+        "product of the same quantised inputs. Points are appended to OUT/points.jsonl as they "
+        "finish; rerunning the same command resumes. Lists are comma-separated or repeated.",
+    )
+    p.add_argument("--k", metavar="LIST", help="GEMM depths: 128,1024 or 128:16384 (powers of two; "
+                   "default 128:16384)")
+    p.add_argument("--model", "-m", action="append", metavar="LIST",
+                   help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain)")
+    p.add_argument("--dist", action="append", metavar="LIST",
+                   help=f"data distributions: {', '.join(DISTRIBUTIONS)} (default normal)")
+    p.add_argument("--format", "-f", action="append", metavar="LIST",
+                   help="input formats: fp8 (E4M3), bf8 (E5M2), f16, bf16 (default fp8)")
+    p.add_argument("--builtin", action="append", metavar="NAME",
+                   help="use this builtin (instead of / besides --format), e.g. swmmac_f32_16x16x32_fp8_fp8_w32")
+    p.add_argument("--remedy", "-r", action="append", metavar="LIST",
+                   help="none, split_k:S, promote:N (every N builtin steps, f32 master), promote:N:f64 (default none)")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help=f"seeds per point ({DEFAULT_SEEDS})")
+    p.add_argument("--seed0", type=int, default=0, help="first seed (0)")
+    p.add_argument("--size", default=f"{DEFAULT_M}x{DEFAULT_N}", metavar="MxN",
+                   help=f"output size per point ({DEFAULT_M}x{DEFAULT_N})")
+    p.add_argument("--scaling", choices=SCALINGS, default="auto",
+                   help="quantisation scaling: row (A per row, B per column, to the format's max), "
+                   "tensor, none; auto = row for 8-bit inputs, none for f16/bf16")
+    p.add_argument("--out", "-o", default="study_out", metavar="DIR", help="output directory (study_out)")
+    p.add_argument("--fresh", action="store_true", help="discard finished points in DIR instead of resuming")
+    p.add_argument("--no-plots", action="store_true", help="do not write PNG figures")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--path", choices=["matrix", "registers"], default="matrix",
+                   help="gemm execution path (identical bits; registers is slower)")
+    p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    add_device_args(p)  # --devices N|all, --mesh: every GEMM spread over devices
+    p.set_defaults(func=cmd_study)

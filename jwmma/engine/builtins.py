@@ -1,0 +1,154 @@
+"""The 25 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+
+Each builtin: registers -> element codes -> matrices (static permutations through the table's
+layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
+independent waves and broadcast against each other. Every function is made by `make` from its
+table row through one calling-convention adapter (`jwmma.isa.conventions`): the row says
+which HIP arguments it takes, in which order, and how they map onto the engine's roles.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .. import models
+from ..isa.conventions import python_signature, roles
+from ..isa.table import BUILTINS, BuiltinSpec, lookup
+from ..numerics.rounding import x64_scope
+from . import fragments
+from .index import index_offset, report_violations
+from .options import resolve as resolve_options
+from .step import context, step
+from .validation import as_array, broadcast_batch, check_static_bool
+
+__all__ = ["call", "make", "run_registers", "FUNCTIONS", *BUILTINS]
+
+
+# ------------------------------------------------------------------------------ the kernel
+def run_registers(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=True, b_signed=True,
+                  clamp=False):
+    """One builtin call on validated, broadcast registers, traced as it is (no jit of its own:
+    `call` jits it; the GEMM register path calls it inside its own kernel).
+
+    Args:
+        spec: the builtin; model: a resolved `Model`; a, b, c: registers (*batch, lanes, n);
+        idx: (*batch, lanes) int32; s: the index set's bit offset; options: resolved
+        `jwmma.Options`; a_signed, b_signed, clamp: the integer modifiers.
+    Returns:
+        D registers of c's shape and dtype.
+    """
+    a_mat = fragments.lanes_to_matrix(spec.a_layout, (spec.m, spec.kc), fragments.regs_to_codes(spec.a, a))
+    b_mat = fragments.lanes_to_matrix(spec.b_layout, (spec.k, spec.n), fragments.regs_to_codes(spec.b, b))
+    c_mat = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), fragments.regs_to_codes(spec.c, c))
+    pos = fragments.positions(spec, idx, s)
+    d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
+             clamp=clamp)
+    return fragments.codes_to_regs(spec.c, fragments.matrix_to_lanes(spec.c_layout, d.astype(jnp.int32)),
+                                   c.dtype)
+
+
+_run = jax.jit(run_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp"))
+
+
+def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
+         check=False, options=None, backend=None):
+    """Validate the operands of ``spec`` and run it: what every builtin function does.
+
+    Args:
+        spec: the builtin; a, b, c: registers; idx: the index registers; s: the index set's
+        bit offset; a_signed, b_signed, clamp: static integer modifiers; model: a model name,
+        text or object (None: the row's default); check: report undefined index pairs;
+        options, backend: execution options (`jwmma.Options`).
+    Returns:
+        D registers, c's shape (after broadcasting) and dtype.
+    """
+    a = fragments.check_regs(spec, spec.a, a, "a")
+    b = fragments.check_regs(spec, spec.b, b, "b")
+    c = fragments.check_regs(spec, spec.c, c, "c")
+    what = spec.convention.index_name
+    idx = fragments.check_index(spec, as_array(idx, what), what)
+    m = models.resolve(model, context(spec, clamp), spec.default_model)
+    opts = resolve_options(options, backend)
+    (a, b, c, idx), _ = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1))
+    if check:
+        report_violations(spec, idx, s)
+    with x64_scope():
+        return _run(spec, m, a, b, c, idx, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+
+
+# ------------------------------------------------------------------------ the functions
+def _hip_call(spec: BuiltinSpec, arguments: dict):
+    """A bound call of a builtin function (HIP argument names) -> `call`."""
+    r = roles(spec.convention, arguments)
+    a_signed = check_static_bool(r.get("a_signed", True), "a_neg")
+    b_signed = check_static_bool(r.get("b_signed", True), "b_neg")
+    clamp = check_static_bool(r.get("clamp", False), "clamp")
+    s = index_offset(spec, r.get("cbsz", 0), r.get("abid", 0), r.get("index_key", 0))
+    return call(spec, r["a"], r["b"], r["c"], r["index"], s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
+                model=r["model"], check=r["check"], options=r["options"], backend=r["backend"])
+
+
+def _doc(spec: BuiltinSpec) -> str:
+    parts = [f"{spec.family}: D = A_sparse x B + C.", spec.convention.summary, f"Index: {spec.index_note()}."]
+    return (
+        " ".join(p for p in parts if p)
+        + f"\n\n{spec.signature()}\n\n{spec.arch}, wave{spec.wave}, {spec.m}x{spec.n}x{spec.k} "
+        f"(dense K; A holds {spec.kc} compressed values per row). Registers: A {spec.a.n}, "
+        f"B {spec.b.n}, C {spec.c.n} elements per lane; index (*batch, {spec.lanes}) int32.\n"
+        f"Default model: {spec.default_model} ({spec.default_evidence}).\n\n"
+        "Args: the HIP arguments in HIP order (registers (*batch, lanes, n), the index register "
+        "(*batch, lanes) int32, compile-time modifiers as Python bools/ints); model: a preset "
+        "name, a model text such as 'CDNA3(group=16)' or a jwmma.models object (default: the "
+        "row's); check: raise ValueError for index pairs the hardware leaves undefined; "
+        "options / backend: execution choices (jwmma.Options), never bits.\n"
+        "Returns: D registers with C's shape (batch dims broadcast) and dtype."
+    )
+
+
+def make(name: str):
+    """The jit-compiled function of the builtin ``name`` (its signature follows the row's
+    calling convention; ``fn.spec`` is the row)."""
+    spec = lookup(name)
+    sig = python_signature(spec.convention)
+
+    def builtin(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return _hip_call(spec, bound.arguments)
+
+    builtin.__name__ = builtin.__qualname__ = spec.name
+    builtin.__module__ = "jwmma"
+    builtin.__signature__ = sig
+    builtin.__doc__ = _doc(spec)
+    builtin.spec = spec
+    return builtin
+
+
+swmmac_f32_16x16x32_f16_w32 = make("swmmac_f32_16x16x32_f16_w32")
+swmmac_f32_16x16x32_bf16_w32 = make("swmmac_f32_16x16x32_bf16_w32")
+swmmac_f16_16x16x32_f16_w32 = make("swmmac_f16_16x16x32_f16_w32")
+swmmac_bf16_16x16x32_bf16_w32 = make("swmmac_bf16_16x16x32_bf16_w32")
+swmmac_i32_16x16x32_iu8_w32 = make("swmmac_i32_16x16x32_iu8_w32")
+swmmac_i32_16x16x32_iu4_w32 = make("swmmac_i32_16x16x32_iu4_w32")
+swmmac_i32_16x16x64_iu4_w32 = make("swmmac_i32_16x16x64_iu4_w32")
+swmmac_f32_16x16x32_fp8_fp8_w32 = make("swmmac_f32_16x16x32_fp8_fp8_w32")
+swmmac_f32_16x16x32_fp8_bf8_w32 = make("swmmac_f32_16x16x32_fp8_bf8_w32")
+swmmac_f32_16x16x32_bf8_fp8_w32 = make("swmmac_f32_16x16x32_bf8_fp8_w32")
+swmmac_f32_16x16x32_bf8_bf8_w32 = make("swmmac_f32_16x16x32_bf8_bf8_w32")
+smfmac_f32_16x16x64_f16 = make("smfmac_f32_16x16x64_f16")
+smfmac_f32_32x32x32_f16 = make("smfmac_f32_32x32x32_f16")
+smfmac_f32_16x16x64_bf16 = make("smfmac_f32_16x16x64_bf16")
+smfmac_f32_32x32x32_bf16 = make("smfmac_f32_32x32x32_bf16")
+smfmac_i32_16x16x128_i8 = make("smfmac_i32_16x16x128_i8")
+smfmac_i32_32x32x64_i8 = make("smfmac_i32_32x32x64_i8")
+smfmac_f32_16x16x128_fp8_fp8 = make("smfmac_f32_16x16x128_fp8_fp8")
+smfmac_f32_16x16x128_fp8_bf8 = make("smfmac_f32_16x16x128_fp8_bf8")
+smfmac_f32_16x16x128_bf8_fp8 = make("smfmac_f32_16x16x128_bf8_fp8")
+smfmac_f32_16x16x128_bf8_bf8 = make("smfmac_f32_16x16x128_bf8_bf8")
+smfmac_f32_32x32x64_fp8_fp8 = make("smfmac_f32_32x32x64_fp8_fp8")
+smfmac_f32_32x32x64_fp8_bf8 = make("smfmac_f32_32x32x64_fp8_bf8")
+smfmac_f32_32x32x64_bf8_fp8 = make("smfmac_f32_32x32x64_bf8_fp8")
+smfmac_f32_32x32x64_bf8_bf8 = make("smfmac_f32_32x32x64_bf8_bf8")
+
+#: name -> builtin function, in table order (a test checks it against `BUILTINS`)
+FUNCTIONS = {name: globals()[name] for name in BUILTINS}

@@ -1,0 +1,373 @@
+"""Fragments: matrices <-> per-lane register vectors, one codec for every operand (API.md
+section 3, BUILTINS.md section 1).
+
+Registers are arrays of shape (*batch, lanes, n) of the builtin's HIP storage: float16,
+bfloat16 or int16 bit patterns for 16-bit elements, float32/int32 for 32-bit accumulators, and
+int32 words packing 8- or 4-bit elements little-endian. Matrices hold logical element values.
+Between the two sit element *codes*, int32 bit patterns (integer values for i32):
+`regs_to_codes`/`codes_to_regs` convert registers, `value_codes`/`codes_to_values` matrix
+values, and the layouts move codes between lanes and matrix positions with static
+reshapes/transposes (gathers where a layout is not a bit permutation).
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..isa import layouts
+from ..isa.table import BuiltinSpec, Operand, lookup
+from ..isa.types import element_type
+from .validation import as_array, check_last_dims, check_range
+
+__all__ = [
+    "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
+    "regs_to_codes", "codes_to_regs", "value_codes", "codes_to_values", "lanes_to_matrix", "matrix_to_lanes",
+    "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
+]
+
+
+# ------------------------------------------------------------------ registers <-> element codes
+def regs_to_codes(op: Operand, regs) -> jnp.ndarray:
+    """(*batch, lanes, n) registers -> (*batch, lanes, elems) int32 element codes.
+
+    Args:
+        op: the operand; regs: registers of one of its accepted dtypes.
+    Returns:
+        16-bit elements as their unsigned bit patterns, 32-bit ones as int32 bits, packed
+        8/4-bit ones unpacked (unsigned).
+    """
+    if op.elem_bits == 32:
+        return lax.bitcast_convert_type(regs, jnp.int32) if regs.dtype != jnp.int32 else regs
+    if not op.packed:
+        return lax.bitcast_convert_type(regs, jnp.uint16).astype(jnp.int32)
+    words = lax.bitcast_convert_type(regs, jnp.uint32) if regs.dtype != jnp.uint32 else regs
+    per = 32 // op.elem_bits
+    shifts = jnp.arange(per, dtype=jnp.uint32) * op.elem_bits
+    codes = ((words[..., None] >> shifts) & ((1 << op.elem_bits) - 1)).astype(jnp.int32)
+    return codes.reshape(*words.shape[:-1], words.shape[-1] * per)[..., : op.elems]
+
+
+def codes_to_regs(op: Operand, codes, dtype=None) -> jnp.ndarray:
+    """Inverse of `regs_to_codes`.
+
+    Args:
+        op: the operand; codes: (*batch, lanes, elems) int32 codes.
+        dtype: one of the operand's accepted dtypes (default: its register dtype).
+    Returns:
+        (*batch, lanes, n) registers of ``dtype``.
+    """
+    dtype = np.dtype(dtype or op.dtype)
+    if op.elem_bits == 32:
+        codes = codes.astype(jnp.int32)
+        return codes if dtype == np.int32 else lax.bitcast_convert_type(codes, dtype)
+    if not op.packed:
+        return lax.bitcast_convert_type(codes.astype(jnp.uint16), dtype)
+    per = 32 // op.elem_bits
+    codes = codes.astype(jnp.int32) & ((1 << op.elem_bits) - 1)
+    pad = op.n * per - op.elems
+    if pad:
+        codes = jnp.concatenate([codes, jnp.zeros((*codes.shape[:-1], pad), jnp.int32)], -1)
+    codes = codes.reshape(*codes.shape[:-1], op.n, per)
+    shifts = jnp.arange(per, dtype=jnp.int32) * op.elem_bits
+    words = or_reduce(codes << shifts)
+    return words if dtype == np.int32 else lax.bitcast_convert_type(words, dtype)
+
+
+def or_reduce(x):
+    """Bitwise OR over the last axis (a static unrolled loop: XLA has no OR reduction)."""
+    out = x[..., 0]
+    for i in range(1, x.shape[-1]):
+        out = out | x[..., i]
+    return out
+
+
+# ------------------------------------------------------------------ lanes <-> matrix positions
+def _bit_permutation(perm: np.ndarray):
+    """If perm (a permutation of 2**n indices) only moves index bits around — every layout
+    of the table does — return the transpose axes that implement it, else None."""
+    size = perm.size
+    n = size.bit_length() - 1
+    if size != 1 << n or n == 0:
+        return None
+    src = [int(perm[1 << b]) for b in range(n)]
+    if perm[0] != 0 or any(v & (v - 1) or v == 0 for v in src):
+        return None
+    sigma = [v.bit_length() - 1 for v in src]
+    idx = np.arange(size)
+    built = np.zeros(size, np.int64)
+    for b in range(n):
+        built |= ((idx >> b) & 1) << sigma[b]
+    if not np.array_equal(built, perm):
+        return None
+    axes = [0] * n
+    for b in range(n):
+        axes[n - 1 - b] = n - 1 - sigma[b]
+    return tuple(axes)
+
+
+def permute(flat, perm: np.ndarray):
+    """out[..., i] = flat[..., perm[i]] for a static permutation: a reshape/transpose when
+    the permutation moves index bits (cheap and fusible), a gather otherwise."""
+    axes = _bit_permutation(np.asarray(perm))
+    if axes is None:
+        return flat[..., perm]
+    lead = flat.shape[:-1]
+    n = len(axes)
+    x = flat.reshape(*lead, *([2] * n))
+    x = jnp.transpose(x, tuple(range(len(lead))) + tuple(len(lead) + a for a in axes))
+    return x.reshape(*lead, perm.size)
+
+
+def lanes_to_matrix(layout: np.ndarray, shape, lane_vals) -> jnp.ndarray:
+    """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout``."""
+    inv = layouts.inverse(layout, shape)
+    flat = lane_vals.reshape(*lane_vals.shape[:-2], -1)
+    return permute(flat, inv.reshape(-1)).reshape(*lane_vals.shape[:-2], *shape)
+
+
+def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
+    """(*batch, R, C) -> (*batch, lanes, n): element [L, e] = mat[layout[L, e]]."""
+    cols = mat.shape[-1]
+    flat_idx = (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
+    flat = mat.reshape(*mat.shape[:-2], -1)
+    return permute(flat, flat_idx).reshape(*mat.shape[:-2], *layout.shape[:2])
+
+
+# ------------------------------------------------------------------ matrix values <-> codes
+def value_codes(type_name: str, x, what: str, builtin: str | None = None) -> jnp.ndarray:
+    """Logical matrix values -> int32 codes of the element type ``type_name``.
+
+    Args:
+        type_name: a `jwmma.isa.types` name; x: values (floats of exactly the type's dtype;
+            integers of any integer dtype within the type's range); what: the argument's
+            name for messages; builtin: the builtin to name in messages (whole-GEMM inputs).
+    Returns:
+        int32 codes (floats: bit patterns; integers: the values). TypeError/ValueError with
+        a conversion hint on a wrong dtype or range.
+    """
+    t = element_type(type_name)
+    x = as_array(x, what)
+    if t.is_float:
+        want = t.format.dtype
+        if np.dtype(x.dtype) != want:
+            mod = "np" if want.name in ("float16", "float32") else "ml_dtypes"
+            if builtin is None:
+                msg = (f"{what} must hold {want.name} values for a {type_name} operand, got {x.dtype}; "
+                       f"convert explicitly, e.g. x.astype({mod}.{want.name}) (rounds to nearest even)")
+            else:
+                msg = (f"{what} must be {want.name} for {builtin} ({type_name} operand), got {x.dtype}; "
+                       f"convert it first, e.g. {what}.astype({mod}.{want.name}) or "
+                       f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)")
+            raise TypeError(msg)
+        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[want.itemsize]
+        return lax.bitcast_convert_type(jnp.asarray(x), width).astype(jnp.int32)
+    if not jnp.issubdtype(x.dtype, jnp.integer):
+        where = f"a {type_name} operand" if builtin is None else f"{builtin} ({type_name} operand)"
+        raise TypeError(f"{what} must hold integers for {where}, got {x.dtype}")
+    lo, hi = t.range
+    check_range(x, lo, hi, what)
+    return jnp.asarray(x).astype(jnp.int32)
+
+
+def codes_to_values(type_name: str, codes, signed: bool = True) -> jnp.ndarray:
+    """Inverse of `value_codes`.
+
+    Args:
+        type_name: the element type; codes: int32 codes; signed: the reading of iu8/iu4.
+    Returns:
+        Values of the type's value dtype (`jwmma.isa.types.ElementType.value_dtype`).
+    """
+    t = element_type(type_name)
+    want = t.value_dtype(signed)
+    if t.is_float:
+        if want.itemsize == 4:
+            return lax.bitcast_convert_type(codes.astype(jnp.int32), jnp.float32)
+        width = jnp.uint16 if want.itemsize == 2 else jnp.uint8
+        return lax.bitcast_convert_type(codes.astype(width), want)
+    fmt = t.int_format(signed)
+    if fmt.bits == 32:
+        return codes.astype(jnp.int32)
+    v = codes & ((1 << fmt.bits) - 1)
+    if fmt.signed:
+        v = jnp.where(v >= (1 << (fmt.bits - 1)), v - (1 << fmt.bits), v)
+    return v.astype(want)
+
+
+# ------------------------------------------------------------------------------ public API
+_MATRIX = {"a": ("a_comp", "(*batch, M, Kc)"), "b": ("b", "(*batch, K, N)"), "c": ("c", "(*batch, M, N)")}
+
+
+def _parts(spec: BuiltinSpec, which: str):
+    """(operand, layout, matrix shape, element type) of operand 'a', 'b' or 'c'."""
+    shape = {"a": (spec.m, spec.kc), "b": (spec.k, spec.n), "c": (spec.m, spec.n)}[which]
+    return getattr(spec, which), getattr(spec, f"{which}_layout"), shape, getattr(spec, f"{which}_type")
+
+
+def _pack(name: str, which: str, x) -> jnp.ndarray:
+    spec = lookup(name)
+    op, layout, shape, t = _parts(spec, which)
+    what, form = _MATRIX[which]
+    x = as_array(x, what)
+    check_last_dims(x, shape, what, form)
+    codes = value_codes(t, x, what)
+    if op.elem_bits < 32:
+        codes = codes & ((1 << op.elem_bits) - 1)
+    return codes_to_regs(op, matrix_to_lanes(layout, codes))
+
+
+def _unpack(name: str, which: str, regs, signed: bool) -> jnp.ndarray:
+    spec = lookup(name)
+    op, layout, shape, t = _parts(spec, which)
+    regs = check_regs(spec, op, regs, which)
+    return codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
+
+
+def pack_a(name: str, a_comp) -> jnp.ndarray:
+    """Compressed A -> registers.
+
+    Args:
+        name: the builtin; a_comp: (*batch, M, Kc) logical values of its A type.
+    Returns:
+        (*batch, lanes, n_a) registers of the builtin's A dtype.
+    """
+    return _pack(name, "a", a_comp)
+
+
+def unpack_a(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
+    """Registers -> compressed A.
+
+    Args:
+        name: the builtin; regs: (*batch, lanes, n_a); signed: the reading of iu8/iu4 data
+            (the builtin's a_neg).
+    Returns:
+        (*batch, M, Kc) logical values.
+    """
+    return _unpack(name, "a", regs, signed)
+
+
+def pack_b(name: str, b) -> jnp.ndarray:
+    """Dense B -> registers.
+
+    Args:
+        name: the builtin; b: (*batch, K, N) logical values of its B type.
+    Returns:
+        (*batch, lanes, n_b) registers.
+    """
+    return _pack(name, "b", b)
+
+
+def unpack_b(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
+    """Registers -> dense B.
+
+    Args:
+        name: the builtin; regs: (*batch, lanes, n_b); signed: the reading of iu8/iu4 data
+            (the builtin's b_neg).
+    Returns:
+        (*batch, K, N) logical values.
+    """
+    return _unpack(name, "b", regs, signed)
+
+
+def pack_c(name: str, c) -> jnp.ndarray:
+    """Accumulator -> registers.
+
+    Args:
+        name: the builtin; c: (*batch, M, N) float32, float16, bfloat16 or int32 values, as
+            the builtin's C type says.
+    Returns:
+        (*batch, lanes, n_c) registers (RDNA4 bf16 as int16 bit patterns).
+    """
+    return _pack(name, "c", c)
+
+
+def unpack_c(name: str, regs) -> jnp.ndarray:
+    """Registers -> accumulator (C or D).
+
+    Args:
+        name: the builtin; regs: (*batch, lanes, n_c).
+    Returns:
+        (*batch, M, N) values of the C type (bf16 as bfloat16).
+    """
+    return _unpack(name, "c", regs, True)
+
+
+def index_words(spec: BuiltinSpec, pos, s: int) -> jnp.ndarray:
+    """Positions (*batch, M, Kc) ints 0..3 -> index registers (*batch, lanes) int32 with the
+    position of A element e of a lane in bits s+2e+1:s+2e, all other bits zero (no checks)."""
+    lane_pos = matrix_to_lanes(spec.a_layout, jnp.asarray(pos).astype(jnp.uint32))
+    shifts = (s + 2 * jnp.arange(spec.a.elems, dtype=jnp.uint32)).astype(jnp.uint32)
+    return lax.bitcast_convert_type(or_reduce(lane_pos << shifts), jnp.int32)
+
+
+def pack_index(name: str, pos, index_set: int = 0) -> jnp.ndarray:
+    """Positions -> index registers.
+
+    Args:
+        name: the builtin; pos: (*batch, M, Kc) integers 0..3 (`jwmma.compress_2_4`);
+        index_set: which index set to fill (`BuiltinSpec.index_sets`).
+    Returns:
+        (*batch, lanes) int32: bits s+2e+1:s+2e of idx[lane] hold the position of the lane's
+        A element e; bits outside the chosen index set are zero.
+    """
+    spec = lookup(name)
+    s = spec.index_offset(index_set)
+    pos = as_array(pos, "pos")
+    check_last_dims(pos, (spec.m, spec.kc), "pos", "(*batch, M, Kc)")
+    if not jnp.issubdtype(pos.dtype, jnp.integer):
+        raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
+    check_range(pos, 0, 3, "pos")
+    return index_words(spec, pos, s)
+
+
+def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
+    """Index registers -> positions.
+
+    Args:
+        name: the builtin; idx: (*batch, lanes) int32; index_set: which set to read.
+    Returns:
+        (*batch, M, Kc) int32 positions 0..3.
+    """
+    spec = lookup(name)
+    s = spec.index_offset(index_set)
+    idx = check_index(spec, idx, "idx")
+    return positions(spec, idx, s)
+
+
+def positions(spec: BuiltinSpec, idx, s: int) -> jnp.ndarray:
+    """(*batch, lanes) index registers -> (*batch, M, Kc) positions of set offset ``s``
+    (static gathers; used inside the builtins)."""
+    inv = layouts.inverse(spec.a_layout, (spec.m, spec.kc))
+    lane_of, e_of = inv // spec.a.elems, inv % spec.a.elems
+    words = lax.bitcast_convert_type(idx.astype(jnp.int32), jnp.uint32)
+    picked = words[..., lane_of.reshape(-1)].reshape(*idx.shape[:-1], spec.m, spec.kc)
+    shift = jnp.asarray((s + 2 * e_of).astype(np.uint32))
+    return ((picked >> shift) & 3).astype(jnp.int32)
+
+
+# ------------------------------------------------------------------------------ validation
+def check_regs(spec: BuiltinSpec, op: Operand, regs, what: str):
+    """``regs`` as an array, if it has an accepted dtype and shape (*batch, lanes, op.n);
+    TypeError/ValueError naming ``what`` otherwise."""
+    regs = as_array(regs, what)
+    if not op.storage.accepts(regs.dtype):
+        allowed = ", ".join(np.dtype(d).name for d in (op.dtype, *op.also))
+        raise TypeError(f"{spec.name}: {what} must have dtype {allowed}; got {regs.dtype}")
+    if regs.ndim < 2 or tuple(regs.shape[-2:]) != (spec.lanes, op.n):
+        raise ValueError(
+            f"{spec.name}: {what} must have shape (*batch, {spec.lanes}, {op.n}) "
+            f"(lanes, HIP vector elements), got {tuple(regs.shape)}"
+        )
+    return regs
+
+
+def check_index(spec: BuiltinSpec, idx, what: str):
+    """``idx`` as an array, if it is int32/uint32 of shape (*batch, lanes)."""
+    idx = as_array(idx, what)
+    if idx.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
+        raise TypeError(f"{what} for {spec.name} must be int32 (one word per lane), got {idx.dtype}")
+    if idx.ndim < 1 or idx.shape[-1] != spec.lanes:
+        raise ValueError(
+            f"{what} for {spec.name} must have shape (*batch, {spec.lanes}), got {tuple(idx.shape)}"
+        )
+    return idx

@@ -1,0 +1,93 @@
+"""The index register: which set a call reads, and which position pairs the hardware leaves
+undefined (BUILTINS.md sections 2.2, 4.2 and 5), from the table's `IndexRule`.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..isa.table import BuiltinSpec, lookup
+from . import fragments
+from .validation import as_array, check_static_int, is_concrete
+
+__all__ = ["index_offset", "index_violations", "violations", "report_violations"]
+
+_RULE_TEXT = {"increasing": "index0 < index1 (CDNA ISA restriction)", "distinct": "two different positions (2:4 rule)"}
+
+
+def index_offset(spec: BuiltinSpec, cbsz=0, abid=0, index_key=0) -> int:
+    """Bit offset of the index set a call reads.
+
+    Args:
+        spec: the builtin; cbsz, abid: the CDNA modifiers (compile-time ints); index_key:
+            the RDNA4 keyword. The other family's arguments are ignored.
+    Returns:
+        The offset s; TypeError/ValueError for a modifier of the wrong type or range.
+    """
+    rule = spec.index
+    if rule.selector == "cbsz_abid":
+        cbsz = check_static_int(cbsz, "cbsz", 0, rule.cbsz_max)
+        abid = check_static_int(abid, "abid", 0, rule.abid_max)
+        return spec.index_sets[abid % spec.n_sets] if cbsz % 4 == 0 else 0
+    index_key = check_static_int(index_key, "index_key", 0, spec.n_sets - 1)
+    return spec.index_sets[index_key]
+
+
+def violations(spec: BuiltinSpec, idx, s: int):
+    """Boolean (*batch, lanes, pairs): True where a lane's stored pair has positions the
+    hardware leaves undefined (`IndexRule.undefined`). Works inside jit."""
+    words = lax.bitcast_convert_type(idx.astype(jnp.int32), jnp.uint32)
+    e = jnp.arange(spec.a.elems, dtype=jnp.uint32)
+    fields = ((words[..., None] >> (s + 2 * e).astype(jnp.uint32)) & 3).astype(jnp.int32)
+    p0, p1 = fields[..., 0::2], fields[..., 1::2]
+    return (p0 >= p1) if spec.index.undefined == "increasing" else (p0 == p1)
+
+
+def index_violations(name: str, idx, cbsz: int = 0, abid: int = 0, index_key: int = 0):
+    """Where a builtin call's index register holds undefined position pairs.
+
+    Args:
+        name: the builtin; idx: (*batch, lanes) int32 index registers; cbsz, abid (CDNA) or
+            index_key (RDNA4): the index set, as the call gives it.
+    Returns:
+        Boolean (*batch, lanes, pairs): True where a lane's stored pair (2t, 2t+1) has
+        index0 >= index1 (CDNA leaves such pairs undefined; ISA: index0 < index1) or, on
+        RDNA4, two equal positions (they break the 2:4 rule of the seed page). Works inside
+        jit.
+    """
+    spec = lookup(name)
+    s = index_offset(spec, cbsz, abid, index_key)
+    idx = fragments.check_index(spec, as_array(idx, "idx"), "idx")
+    return violations(spec, jnp.asarray(idx), s)
+
+
+def _describe(spec, bad: np.ndarray, idx: np.ndarray, s: int) -> str:
+    where = np.argwhere(bad)
+    first = tuple(int(x) for x in where[0])
+    *batch, lane, t = first
+    word = int(np.asarray(idx)[tuple(batch) + (lane,)]) & 0xFFFFFFFF
+    p0 = (word >> (s + 4 * t)) & 3
+    p1 = (word >> (s + 4 * t + 2)) & 3
+    return (
+        f"{spec.name}: {len(where)} index pair(s) the hardware leaves undefined; first at "
+        f"wave {tuple(batch)} lane {lane} pair {t} (elements {2 * t},{2 * t + 1}, bits "
+        f"{s + 4 * t + 3}:{s + 4 * t}): positions ({p0}, {p1}), expected {_RULE_TEXT[spec.index.undefined]}"
+    )
+
+
+def report_violations(spec: BuiltinSpec, idx, s: int) -> None:
+    """Raise ValueError for undefined index pairs: now if ``idx`` is concrete, else when the
+    jitted computation runs (through a host callback)."""
+    if is_concrete(idx):
+        bad = np.asarray(violations(spec, jnp.asarray(idx), s))
+        if bad.any():
+            raise ValueError(_describe(spec, bad, np.asarray(idx), s))
+        return
+
+    def cb(bad, idx):
+        if np.asarray(bad).any():
+            raise ValueError(_describe(spec, np.asarray(bad), np.asarray(idx), s))
+
+    jax.debug.callback(cb, violations(spec, idx, s), idx)

@@ -1,0 +1,104 @@
+"""Execution options: how a computation runs, never what it computes (API.md section 8).
+
+One frozen, hashable, validated value. Every public entry point (the builtins, `jwmma.gemm`,
+`jwmma.dot`, `jwmma.kernel.run`/`check`, `jwmma.study.run`) takes ``options=`` (an `Options`
+or None) and the ``backend=`` shortcut, resolves them once into concrete values for the
+platform that will run the computation (`resolve`), and passes the result down as a static
+argument of the jitted functions, the way JAX canonicalises ``precision``: two calls with
+different options never share a compiled program, and nothing reads the environment while
+tracing. Every choice gives the same bits.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import jax
+
+__all__ = ["Options", "resolve", "BACKENDS"]
+
+#: kernel backends: 'auto' picks the fastest that applies; issue #12 adds 'pallas'
+BACKENDS = ("auto", "xla")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Execution choices. Fields (None: the platform's default, decided by `resolve`):
+
+    backend: 'auto' or 'xla' (the kernels are XLA programs; 'auto' resolves to 'xla').
+    group_dots: form fp8/bf8 fused-group sums as matrix products where a model allows it
+        (None: on CPUs, where the per-product path is memory-bound; off on GPUs, where its
+        per-group intermediates cost more memory traffic than they save).
+    tile_n: output tile width of the GEMM matrix path (0: untiled; None: untiled on CPUs so
+        that group sums can be matrix products, 128 columns elsewhere, the fastest of 16 /
+        128 / N on an H200).
+    block_elems: products one kernel holds at once, which sizes the GEMM row blocks (None:
+        the model's choice for the platform, `jwmma.models.Model.working_set`).
+    float_alignment: align f32-exact products (fp8, f16) in the fused-group models with a
+        float multiply and a truncating conversion instead of integer shifts.
+    platform: the JAX platform the computation is compiled for ('cpu', 'gpu', 'tpu'; None:
+        `jax.default_backend()`).
+    """
+
+    backend: str = "auto"
+    group_dots: bool | None = None
+    tile_n: int | None = None
+    block_elems: int | None = None
+    float_alignment: bool = True
+    platform: str | None = None
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {self.backend!r}")
+        if not (self.group_dots is None or isinstance(self.group_dots, bool)):
+            raise TypeError(f"group_dots must be None, True or False, got {self.group_dots!r}")
+        for name, lo in (("tile_n", 0), ("block_elems", 1)):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
+                raise ValueError(f"{name} must be None or an int >= {lo}, got {v!r}")
+        if not isinstance(self.float_alignment, bool):
+            raise TypeError(f"float_alignment must be True or False, got {self.float_alignment!r}")
+        if self.platform is not None and not isinstance(self.platform, str):
+            raise TypeError(f"platform must be None or a JAX platform name such as 'cpu', got {self.platform!r}")
+
+    @property
+    def resolved(self) -> bool:
+        """True when no field is left to the platform (what `resolve` returns)."""
+        return self.backend != "auto" and self.platform is not None and self.group_dots is not None \
+            and self.tile_n is not None
+
+    def replace(self, **changes) -> Options:
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+
+def resolve(options: Options | None = None, backend: str | None = None) -> Options:
+    """Concrete options for the platform that will run the call.
+
+    Args:
+        options: an `Options`, or None for the defaults.
+        backend: the ``backend=`` keyword of the entry point, a shortcut for
+            ``options.backend`` (None: keep it; giving both differently raises).
+    Returns:
+        An `Options` with backend, platform, group_dots and tile_n decided (block_elems stays
+        None when the model is to choose).
+    """
+    if options is None:
+        options = Options()
+    elif not isinstance(options, Options):
+        raise TypeError(f"options must be a jwmma.Options or None, got {type(options).__name__}")
+    if backend is not None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+        if options.backend not in ("auto", backend):
+            raise ValueError(f"backend={backend!r} contradicts options.backend={options.backend!r}; give one")
+        options = options.replace(backend=backend)
+    if options.resolved:
+        return options
+    platform = options.platform or jax.default_backend()
+    return options.replace(
+        backend="xla",
+        platform=platform,
+        group_dots=(platform == "cpu") if options.group_dots is None else options.group_dots,
+        tile_n=(0 if platform == "cpu" else 128) if options.tile_n is None else options.tile_n,
+    )

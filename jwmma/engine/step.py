@@ -1,0 +1,84 @@
+"""One sparse instruction step in matrix form, shared by the builtins and the GEMM drivers.
+
+Generic semantics (BUILTINS.md section 1): stored A element (i, c) multiplies the B row
+k = 4*(c//2) + pos(i, c). The engine decodes A and B, and hands the model the matrices with a
+``select`` function that *gathers* the selected B rows (never is A densified with zeros, so
+NaN/Inf in pruned B rows cannot leak). How the model forms D from them, fast paths included,
+is the model's business (`jwmma.models.Model.instruction`).
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from ..isa.table import BuiltinSpec
+from ..isa.types import element_type
+from ..models.base import Context
+from ..numerics.formats import decode, decode_int, pack_fields, unpack_fields
+
+__all__ = ["context", "decode_operand", "select_rows", "selector", "step"]
+
+
+def context(spec: BuiltinSpec, clamp: bool = False) -> Context:
+    """The model `Context` of a builtin (its operand formats) with the clamp modifier."""
+    return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch)
+
+
+def decode_operand(type_name: str, codes, signed: bool = True):
+    """int32 codes of element type ``type_name`` -> decoded `Fields` (floats) or sign/zero-
+    extended int32 values (integers, read with ``signed``)."""
+    t = element_type(type_name)
+    if t.is_float:
+        return decode(t.format, codes)
+    return decode_int(t.int_format(signed), codes)
+
+
+def select_rows(b, pos):
+    """The B rows every stored A element multiplies.
+
+    Args:
+        b: (..., Kd, N) array; pos: (..., M, Kc) positions 0..3.
+    Returns:
+        (..., M, Kc, N): out[..., i, c, :] = b[..., 4*(c//2) + pos[..., i, c], :].
+    """
+    m, kc = pos.shape[-2:]
+    k = 4 * (jnp.arange(kc, dtype=jnp.int32) // 2) + pos.astype(jnp.int32)  # (..., M, Kc)
+    batch = jnp.broadcast_shapes(b.shape[:-2], k.shape[:-2])
+    xb = jnp.broadcast_to(b, batch + b.shape[-2:])
+    kb = jnp.broadcast_to(k, batch + k.shape[-2:]).reshape(*batch, m * kc, 1)
+    out = jnp.take_along_axis(xb, kb, axis=-2, mode="promise_in_bounds")
+    return out.reshape(*batch, m, kc, b.shape[-1])
+
+
+def selector(fmt):
+    """The ``select(b, pos)`` function given to models for B of format ``fmt`` (None: integer
+    values). Decoded floats travel through the gather as one int32 word per element
+    (`pack_fields`) rather than five arrays; the exact f32 value, where the format has it,
+    travels on its own (cheaper than rebuilding it)."""
+    if fmt is None:
+        return select_rows
+
+    def select(b, pos):
+        b_sel = unpack_fields(fmt, select_rows(pack_fields(b), pos))
+        if b.val is not None:
+            b_sel = b_sel._replace(val=select_rows(b.val, pos))
+        return b_sel
+
+    return select
+
+
+def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signed=True, b_signed=True, clamp=False):
+    """D of one instruction on whole matrices.
+
+    Args:
+        spec: the builtin; model: a resolved `Model`; a_codes: (..., M, Kc) int32 element
+        codes; pos: (..., M, Kc) ints 0..3; b_codes: (..., Kd, N); c: (..., M, N) accumulator
+        bit patterns (floats) or int32 values; options: resolved `jwmma.Options`;
+        a_signed, b_signed, clamp: the integer modifiers.
+    Returns:
+        (..., M, N) int32: result bit patterns (floats) or values (integers). Must run inside
+        `x64_scope()`.
+    """
+    ctx = context(spec, clamp)
+    a = decode_operand(spec.a_type, a_codes, a_signed)
+    b = decode_operand(spec.b_type, b_codes, b_signed)
+    return model.instruction(ctx, a, pos, b, c, selector(spec.b_format), options)

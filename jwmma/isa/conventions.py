@@ -1,0 +1,145 @@
+"""HIP calling conventions of the builtins (BUILTINS.md sections 2.1 and 4.1, API.md section 1).
+
+A convention is the builtin's argument list in HIP order, each argument with its *role* (the
+operand or modifier it is: 'a', 'b', 'c', 'index', 'a_signed', 'b_signed', 'clamp', 'cbsz',
+'abid'), plus the Python-only keywords (RDNA4's ``index_key``). From it follow the HIP
+prototype text (`signature`), the Python signature of the builtin functions
+(`python_signature`), the adapter from bound arguments to roles (`roles`) and back to HIP
+order (`hip_args`). The builtins, kernels and the command line call builtins through these
+functions only, so a new convention (e.g. the dense WMMA ``(A, B, C)``) is one entry of
+`CONVENTIONS`.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["Param", "Convention", "CONVENTIONS", "signature", "python_signature", "roles", "hip_args",
+           "ENGINE_KEYWORDS"]
+
+_REQUIRED = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument: its HIP ``name``, its ``role`` and a ``default`` (HIP has none; the
+    Python functions give compile-time modifiers such as cbsz/abid one)."""
+
+    name: str
+    role: str
+    default: object = _REQUIRED
+
+
+@dataclass(frozen=True)
+class Convention:
+    """A calling convention: ``params`` in HIP order, ``keywords`` (Python-only, keyword-only
+    arguments) and ``summary``, a sentence for the builtins' docstrings."""
+
+    name: str
+    params: tuple
+    keywords: tuple = ()
+    summary: str = ""
+
+    @property
+    def index_name(self) -> str | None:
+        """The HIP name of the index argument ('index', 'idx'), None without one."""
+        return next((p.name for p in self.params if p.role == "index"), None)
+
+    @property
+    def sign_choice(self) -> bool:
+        """Whether the builtin takes a_neg/b_neg/clamp (integer RDNA4 builtins)."""
+        return any(p.role == "a_signed" for p in self.params)
+
+
+_INDEX_KEY = Param("index_key", "index_key", 0)
+CONVENTIONS = MappingProxyType({c.name: c for c in (
+    Convention("swmmac", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("index", "index")),
+               (_INDEX_KEY,)),
+    Convention("swmmac_iu", (Param("a_neg", "a_signed"), Param("a", "a"), Param("b_neg", "b_signed"),
+                             Param("b", "b"), Param("c", "c"), Param("index", "index"), Param("clamp", "clamp")),
+               (_INDEX_KEY,),
+               "a_neg/b_neg true = signed operand; clamp saturates the i32 result (default model: after "
+               "each of two stages), otherwise it wraps."),
+    Convention("smfmac", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("idx", "index"),
+                          Param("cbsz", "cbsz", 0), Param("abid", "abid", 0))),
+)})
+
+#: keyword-only arguments every builtin function takes besides its convention's
+ENGINE_KEYWORDS = (("model", None), ("check", False), ("options", None), ("backend", None))
+
+#: what a role is called in the HIP prototype when it is not a register operand
+_C_TYPES = {"index": "int", "a_signed": "bool", "b_signed": "bool", "clamp": "bool", "cbsz": "int", "abid": "int"}
+
+
+def signature(spec) -> str:
+    """The HIP prototype of a builtin, as the seed pages print it.
+
+    Args:
+        spec: a `jwmma.isa.table.BuiltinSpec`.
+    Returns:
+        e.g. ``'v8float __builtin_amdgcn_swmmac_f32_16x16x32_f16_w32(v8half A, v16half B,
+        v8float C, int index)'``.
+    """
+    def vec(op):
+        return op.storage.hip if op.n == 1 else f"v{op.n}{op.storage.hip}"
+
+    ops = {"a": spec.a, "b": spec.b, "c": spec.c}
+    args = []
+    for p in spec.convention.params:
+        if p.role in ops:
+            args.append(f"{vec(ops[p.role])} {p.role.upper()}")
+        else:
+            args.append(f"{_C_TYPES[p.role]} {p.name}")
+    return f"{vec(spec.c)} {spec.hip_name}({', '.join(args)})"
+
+
+def python_signature(conv: Convention) -> inspect.Signature:
+    """The Python signature of the builtin functions of ``conv``: the HIP arguments in HIP
+    order, then the keyword-only ``model``, ``check``, ``options``, ``backend`` and the
+    convention's keywords.
+
+    Args:
+        conv: a `Convention`.
+    Returns:
+        An `inspect.Signature` (the functions' ``__signature__``, used to bind calls).
+    """
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(p.name, kind, default=p.default) for p in conv.params]
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params += [inspect.Parameter(name, kw, default=d) for name, d in ENGINE_KEYWORDS[:1]]
+    params += [inspect.Parameter(p.name, kw, default=p.default) for p in conv.keywords]
+    params += [inspect.Parameter(name, kw, default=d) for name, d in ENGINE_KEYWORDS[1:]]
+    return inspect.Signature(params)
+
+
+def roles(conv: Convention, arguments: dict) -> dict:
+    """Bound arguments of a builtin call (HIP names) -> {role: value} for the engine.
+
+    Args:
+        conv: the builtin's `Convention`.
+        arguments: ``inspect.BoundArguments.arguments`` after ``apply_defaults``.
+    Returns:
+        The HIP arguments under their roles, the convention's keywords under theirs, and the
+        engine keywords (model, check, options, backend) as they are.
+    """
+    out = {p.role: arguments[p.name] for p in (*conv.params, *conv.keywords)}
+    out.update((name, arguments[name]) for name, _ in ENGINE_KEYWORDS)
+    return out
+
+
+def hip_args(conv: Convention, a, b, c, index, *, a_signed=True, b_signed=True, clamp=False, cbsz=0,
+             abid=0) -> tuple:
+    """The positional HIP arguments of a call, in the convention's order.
+
+    Args:
+        conv: the builtin's `Convention`.
+        a, b, c, index: the register operands and the index register.
+        a_signed, b_signed, clamp, cbsz, abid: modifiers; those the convention lacks are
+            left out (their defaults are what those builtins do).
+    Returns:
+        A tuple to call the builtin function with: ``fn(*hip_args(...), model=...)``.
+    """
+    value = dict(a=a, b=b, c=c, index=index, a_signed=a_signed, b_signed=b_signed, clamp=clamp, cbsz=cbsz,
+                 abid=abid)
+    return tuple(value[p.role] for p in conv.params)

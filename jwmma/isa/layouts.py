@@ -1,0 +1,95 @@
+"""Register layouts: which matrix element each (lane, vector element) holds.
+
+Built once with numpy from the formulas of BUILTINS.md sections 2.2 (RDNA4) and 4.2
+(CDNA4). Every array has shape (lanes, n, 2):
+  A: [lane, e] -> (row i, compressed column c)   (c // 2 is the dense group q; k = 4q + pos)
+  B: [lane, f] -> (dense k, column j)
+  C: [lane, t] -> (row i, column j)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "cdna4_a", "cdna4_b", "cdna4_c", "inverse"]
+
+
+def _grid(lanes: int, n: int):
+    lane, e = np.meshgrid(np.arange(lanes), np.arange(n), indexing="ij")
+    return lane, e
+
+
+def _stack(a, b):
+    return np.stack([a, b], axis=-1).astype(np.int32)
+
+
+# ------------------------------------------------------------------ RDNA4 (gfx12, wave32)
+def rdna4_a(n_a: int, elem_bits: int) -> np.ndarray:
+    """A (compressed): lane L holds row L % 16. 16-bit types interleave the lane halves:
+    c = 8*(e//4) + 4*h + e%4; 8- and 4-bit types are contiguous: c = n_a*h + e."""
+    lane, e = _grid(32, n_a)
+    h, r = lane // 16, lane % 16
+    if elem_bits == 16:
+        c = 8 * (e // 4) + 4 * h + e % 4
+    else:
+        c = n_a * h + e
+    return _stack(r, c)
+
+
+def rdna4_b(n_b: int, elem_bits: int) -> np.ndarray:
+    """B (dense): lane L holds column L % 16. 16-bit: k = 16*(f//8) + 8*h + f%8;
+    8- and 4-bit: k = n_b*h + f."""
+    lane, f = _grid(32, n_b)
+    h, r = lane // 16, lane % 16
+    if elem_bits == 16:
+        k = 16 * (f // 8) + 8 * h + f % 8
+    else:
+        k = n_b * h + f
+    return _stack(k, r)
+
+
+def rdna4_c() -> np.ndarray:
+    """C/D: element t of lane L is (8*(L//16) + t, L % 16)."""
+    lane, t = _grid(32, 8)
+    return _stack(8 * (lane // 16) + t, lane % 16)
+
+
+# ------------------------------------------------------------------ CDNA4 (gfx950, wave64)
+def cdna4_a(m: int, n_a: int) -> np.ndarray:
+    """A (compressed): contiguous per lane group, c = n_a*g + e, g = L // M, row L % M."""
+    lane, e = _grid(64, n_a)
+    g, r = lane // m, lane % m
+    return _stack(r, n_a * g + e)
+
+
+def cdna4_b(m: int, n_b: int, kd: int) -> np.ndarray:
+    """B (dense), split in two K halves: k = (f // half)*(Kd/2) + half*g + f % half."""
+    lane, f = _grid(64, n_b)
+    g, r = lane // m, lane % m
+    half = n_b // 2
+    k = (f // half) * (kd // 2) + half * g + f % half
+    return _stack(k, r)
+
+
+def cdna4_c(m: int) -> np.ndarray:
+    """C/D: 16x16: (4*(L//16) + t, L % 16); 32x32: (8*(t//4) + 4*(L//32) + t%4, L % 32)."""
+    if m == 16:
+        lane, t = _grid(64, 4)
+        return _stack(4 * (lane // 16) + t, lane % 16)
+    lane, t = _grid(64, 16)
+    return _stack(8 * (t // 4) + 4 * (lane // 32) + t % 4, lane % 32)
+
+
+def inverse(layout: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Flat (lane * n + e) position of every matrix element, shape ``shape``.
+
+    Raises if the layout does not cover the matrix exactly once (a table error)."""
+    lanes, n, _ = layout.shape
+    inv = np.full(shape, -1, np.int64)
+    flat = np.arange(lanes * n).reshape(lanes, n)
+    rows, cols = layout[..., 0], layout[..., 1]
+    if (rows < 0).any() or (rows >= shape[0]).any() or (cols < 0).any() or (cols >= shape[1]).any():
+        raise AssertionError("layout out of range")
+    inv[rows, cols] = flat
+    if (inv < 0).any() or len(np.unique(inv)) != inv.size:
+        raise AssertionError("layout does not cover the matrix exactly once")
+    return inv.astype(np.int32)

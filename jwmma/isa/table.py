@@ -1,0 +1,345 @@
+"""The instruction table: one keyword record per builtin (BUILTINS.md sections 2 and 4).
+
+A row is a builtin's whole description: its family (architecture, wave size, layout formulas,
+how the index register is read), shapes, element types, the HIP calling convention, how many
+index sets it has, its default arithmetic model and the evidence for that model. Derived
+facts (register operands, layout arrays) are computed from the row when the table is built;
+the arithmetic itself is `jwmma.models`. Adding a builtin of a known family is adding a row;
+a new family is one `Family` (its layout formulas in `jwmma.isa.layouts`).
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Callable
+
+import numpy as np
+
+from . import layouts
+from .conventions import CONVENTIONS, Convention, signature
+from .types import SHORT, Storage, element_type
+
+__all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "RDNA4_SWMMAC",
+           "CDNA4_SMFMAC"]
+
+
+@dataclass(frozen=True, eq=False)
+class Operand:
+    """A register operand: ``n`` HIP vector elements per lane, stored as ``storage``, holding
+    ``elems`` matrix elements of ``elem_bits`` bits each (8- and 4-bit elements packed
+    little-endian into 32-bit words, BUILTINS.md section 1)."""
+
+    n: int
+    elems: int
+    elem_bits: int
+    storage: Storage
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The register dtype."""
+        return self.storage.dtype
+
+    @property
+    def also(self) -> tuple:
+        """Other accepted register dtypes (same bits, reinterpreted)."""
+        return self.storage.also
+
+    @property
+    def packed(self) -> bool:
+        """True when several elements share one 32-bit int word (8- and 4-bit data)."""
+        return self.elem_bits < 16
+
+
+@dataclass(frozen=True)
+class IndexRule:
+    """How a family's builtins read the index register (BUILTINS.md 2.2, 4.2, 5).
+
+    ``selector``: how a call picks one of the ``sets`` index sets (each ``32 // sets`` bits,
+    from bit 0 up): 'index_key' (RDNA4: the Python keyword ``index_key``; the builtin itself
+    reads set 0) or 'cbsz_abid' (CDNA: set ``abid % sets`` when ``cbsz % 4 == 0``, else set
+    0, with cbsz in [0, cbsz_max] and abid in [0, abid_max]). ``undefined``: which position
+    pairs (p0, p1) of a stored pair the hardware leaves undefined: 'increasing' (CDNA: the
+    ISA requires p0 < p1) or 'distinct' (RDNA4: p0 == p1 breaks the 2:4 rule).
+    """
+
+    selector: str
+    undefined: str
+    cbsz_max: int = 7
+    abid_max: int = 15
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the builtins of one family share: ``title`` (docstrings), ``arch``, ``wave``,
+    the `IndexRule`, the storage of bf16 registers, and the layout formulas
+    ``a_layout(m, n_a, bits, k)``, ``b_layout(m, n_b, bits, k)``, ``c_layout(m)``."""
+
+    title: str
+    arch: str
+    wave: int
+    index: IndexRule
+    a_layout: Callable
+    b_layout: Callable
+    c_layout: Callable
+    bf16_storage: Storage | None = None
+
+
+RDNA4_SWMMAC = Family(
+    "RDNA4 SWMMAC", "gfx12", 32, IndexRule("index_key", "distinct"),
+    a_layout=lambda m, n_a, bits, k: layouts.rdna4_a(n_a, bits),
+    b_layout=lambda m, n_b, bits, k: layouts.rdna4_b(n_b, bits),
+    c_layout=lambda m: layouts.rdna4_c(),
+    bf16_storage=SHORT,  # RDNA4 bf16 registers are `short` bit patterns
+)
+CDNA4_SMFMAC = Family(
+    "CDNA4 SMFMAC", "gfx950", 64, IndexRule("cbsz_abid", "increasing"),
+    a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),
+    b_layout=lambda m, n_b, bits, k: layouts.cdna4_b(m, n_b, k),
+    c_layout=layouts.cdna4_c,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class BuiltinSpec:
+    """One builtin (API.md section 2). Built by `_row`; the fields are:
+
+    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4 or 'gfx950'
+    CDNA4), wave (32 or 64), m, n, k (k is the DENSE K of the name), a_type / b_type / c_type
+    (`jwmma.isa.types` names), a / b / c (`Operand`), convention (`Convention`), index
+    (`IndexRule`), n_sets (index sets), default_model (a preset name), default_evidence
+    (what the model rests on), a_layout / b_layout / c_layout: int arrays (lanes, n, 2)
+    mapping [lane, element] to (row, column) of compressed A (M x K/2), B (K x N) and C/D.
+    """
+
+    name: str
+    family: str
+    arch: str
+    wave: int
+    m: int
+    n: int
+    k: int
+    a_type: str
+    b_type: str
+    c_type: str
+    a: Operand
+    b: Operand
+    c: Operand
+    convention: Convention
+    index: IndexRule
+    n_sets: int
+    default_model: str
+    default_evidence: str
+    a_layout: np.ndarray = field(repr=False)
+    b_layout: np.ndarray = field(repr=False)
+    c_layout: np.ndarray = field(repr=False)
+
+    # ---------------------------------------------------------------- derived facts
+    @property
+    def lanes(self) -> int:
+        return self.wave
+
+    @property
+    def kc(self) -> int:
+        """Compressed K: stored A values per row."""
+        return self.k // 2
+
+    @property
+    def integer(self) -> bool:
+        """True for builtins with an i32 accumulator."""
+        return self.c_type == "i32"
+
+    @property
+    def signed_choice(self) -> bool:
+        """True for builtins taking a_neg/b_neg/clamp (RDNA4 iu8/iu4)."""
+        return self.convention.sign_choice
+
+    @property
+    def a_format(self):
+        """The `FloatFormat` of A (None for integers); likewise `b_format`, `c_format`."""
+        return element_type(self.a_type).format
+
+    @property
+    def b_format(self):
+        return element_type(self.b_type).format
+
+    @property
+    def c_format(self):
+        return element_type(self.c_type).format
+
+    @property
+    def hip_name(self) -> str:
+        return "__builtin_amdgcn_" + self.name
+
+    @property
+    def index_sets(self) -> tuple:
+        """Bit offset s of each index set."""
+        width = 32 // self.n_sets
+        return tuple(range(0, 32, width))
+
+    def index_bit(self, lane: int, e: int, index_set: int = 0) -> int:
+        """Bit offset s + 2e of the 2-bit position field of A element ``e`` in idx[lane].
+
+        Args:
+            lane: 0 <= lane < lanes.
+            e: A vector element, 0 <= e < a.elems.
+            index_set: which index set (see `index_sets`).
+        Returns:
+            The bit offset of the field's low bit.
+        """
+        if not 0 <= lane < self.lanes:
+            raise ValueError(f"lane must be in [0, {self.lanes}), got {lane}")
+        if not 0 <= e < self.a.elems:
+            raise ValueError(f"A element e must be in [0, {self.a.elems}), got {e}")
+        return self.index_offset(index_set) + 2 * e
+
+    def index_offset(self, index_set: int) -> int:
+        """Bit offset s of index set ``index_set``; raises ValueError for a set the builtin
+        does not have."""
+        if not isinstance(index_set, (int, np.integer)) or not 0 <= index_set < self.n_sets:
+            raise ValueError(
+                f"index_set for {self.name} must be one of {list(range(self.n_sets))}, got {index_set!r}"
+            )
+        return self.index_sets[int(index_set)]
+
+    def index_note(self) -> str:
+        """How the builtin picks its index set, in words (BUILTINS.md 2.2, 4.2)."""
+        if self.n_sets == 1:
+            ignored = "cbsz/abid are ignored" if self.index.selector == "cbsz_abid" else "there is no index_key"
+            return f"one 32-bit index set (bits 31:0); {ignored}"
+        width = 32 // self.n_sets
+        sets = ", ".join(f"set {i} = bits {s + width - 1}:{s}" for i, s in enumerate(self.index_sets))
+        words = {2: "two", 4: "four"}[self.n_sets]
+        if self.index.selector == "cbsz_abid":
+            abid = "abid[0]" if self.n_sets == 2 else "abid[1:0]"
+            how = f"the builtin uses set {abid} when cbsz[1:0] == 0, else set 0"
+        else:
+            how = "the builtin reads set 0 unless called with index_key=1"
+        return f"{words} {width}-bit index sets ({sets}); {how}"
+
+    def signature(self) -> str:
+        """The HIP prototype, as in the seed pages."""
+        return signature(self)
+
+
+# ------------------------------------------------------------------------- evidence
+_GFX12_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu); transfer to SWMMAC and its "
+              "4-product step grouping assumed")
+_GFX12_16 = "measured on gfx1201 dense packed WMMA (narrowing after every step); transfer to SWMMAC assumed"
+_GFX12_8 = "assumed: no RDNA4 fp8 matrix captures; single-grid DOT4 step by analogy"
+_STAGED = ("second-hand: GoC's two-stage saturation from gfx1201 captures (unverified); without clamp "
+           "the i32 result wraps")
+_CDNA3 = ("assumed: MMA-Sim's bit-accurate CDNA3 (gfx942) algorithm with OCP fp8 decoding; no gfx950 "
+          "characterisation is published")
+_EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp operand)"
+
+
+def _operand(family: Family, type_name: str, elems: int) -> Operand:
+    t = element_type(type_name)
+    storage = family.bf16_storage if (type_name == "bf16" and family.bf16_storage) else t.storage
+    n = elems if t.bits >= 16 else max(1, elems * t.bits // 32)
+    return Operand(n, elems, t.bits, storage)
+
+
+def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
+         sets: int, model: str, evidence: str) -> BuiltinSpec:
+    """A table row from its keyword record; operands and layouts follow from the family."""
+    bits = element_type(a).bits
+    n_a, n_b, n_c = m * (k // 2) // family.wave, k * n // family.wave, m * n // family.wave
+    spec = BuiltinSpec(
+        name=name, family=family.title, arch=family.arch, wave=family.wave, m=m, n=n, k=k,
+        a_type=a, b_type=b, c_type=c, a=_operand(family, a, n_a), b=_operand(family, b, n_b),
+        c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
+        default_model=model, default_evidence=evidence,
+        a_layout=family.a_layout(m, n_a, bits, k), b_layout=family.b_layout(m, n_b, bits, k),
+        c_layout=family.c_layout(m),
+    )
+    # every layout must cover its matrix exactly once
+    layouts.inverse(spec.a_layout, (m, spec.kc))
+    layouts.inverse(spec.b_layout, (k, n))
+    layouts.inverse(spec.c_layout, (m, n))
+    for arr in (spec.a_layout, spec.b_layout, spec.c_layout):
+        arr.setflags(write=False)
+    return spec
+
+
+_R4, _C4 = RDNA4_SWMMAC, CDNA4_SMFMAC
+_ROWS = (
+    # RDNA4 SWMMAC (gfx1200/1201, wave32): BUILTINS.md section 2.1
+    _row(_R4, "swmmac_f32_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f32",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_F32),
+    _row(_R4, "swmmac_f32_16x16x32_bf16_w32", m=16, n=16, k=32, a="bf16", b="bf16", c="f32",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_F32),
+    _row(_R4, "swmmac_f16_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f16",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_16),
+    _row(_R4, "swmmac_bf16_16x16x32_bf16_w32", m=16, n=16, k=32, a="bf16", b="bf16", c="bf16",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_16),
+    _row(_R4, "swmmac_i32_16x16x32_iu8_w32", m=16, n=16, k=32, a="iu8", b="iu8", c="i32",
+         convention="swmmac_iu", sets=2, model="staged_clamp", evidence=_STAGED),
+    _row(_R4, "swmmac_i32_16x16x32_iu4_w32", m=16, n=16, k=32, a="iu4", b="iu4", c="i32",
+         convention="swmmac_iu", sets=2, model="staged_clamp", evidence=_STAGED),
+    _row(_R4, "swmmac_i32_16x16x64_iu4_w32", m=16, n=16, k=64, a="iu4", b="iu4", c="i32",
+         convention="swmmac_iu", sets=1, model="staged_clamp", evidence=_STAGED),
+    _row(_R4, "swmmac_f32_16x16x32_fp8_fp8_w32", m=16, n=16, k=32, a="fp8", b="fp8", c="f32",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+    _row(_R4, "swmmac_f32_16x16x32_fp8_bf8_w32", m=16, n=16, k=32, a="fp8", b="bf8", c="f32",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+    _row(_R4, "swmmac_f32_16x16x32_bf8_fp8_w32", m=16, n=16, k=32, a="bf8", b="fp8", c="f32",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+    _row(_R4, "swmmac_f32_16x16x32_bf8_bf8_w32", m=16, n=16, k=32, a="bf8", b="bf8", c="f32",
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+    # CDNA4 SMFMAC (gfx950, wave64): BUILTINS.md section 4.1
+    _row(_C4, "smfmac_f32_16x16x64_f16", m=16, n=16, k=64, a="f16", b="f16", c="f32",
+         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_32x32x32_f16", m=32, n=32, k=32, a="f16", b="f16", c="f32",
+         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_16x16x64_bf16", m=16, n=16, k=64, a="bf16", b="bf16", c="f32",
+         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_32x32x32_bf16", m=32, n=32, k=32, a="bf16", b="bf16", c="f32",
+         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_i32_16x16x128_i8", m=16, n=16, k=128, a="i8", b="i8", c="i32",
+         convention="smfmac", sets=1, model="exact", evidence=_EXACT_I8),
+    _row(_C4, "smfmac_i32_32x32x64_i8", m=32, n=32, k=64, a="i8", b="i8", c="i32",
+         convention="smfmac", sets=1, model="exact", evidence=_EXACT_I8),
+    _row(_C4, "smfmac_f32_16x16x128_fp8_fp8", m=16, n=16, k=128, a="fp8", b="fp8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_16x16x128_fp8_bf8", m=16, n=16, k=128, a="fp8", b="bf8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_16x16x128_bf8_fp8", m=16, n=16, k=128, a="bf8", b="fp8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_16x16x128_bf8_bf8", m=16, n=16, k=128, a="bf8", b="bf8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_32x32x64_fp8_fp8", m=32, n=32, k=64, a="fp8", b="fp8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_32x32x64_fp8_bf8", m=32, n=32, k=64, a="fp8", b="bf8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_32x32x64_bf8_fp8", m=32, n=32, k=64, a="bf8", b="fp8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    _row(_C4, "smfmac_f32_32x32x64_bf8_bf8", m=32, n=32, k=64, a="bf8", b="bf8", c="f32",
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+)
+
+#: name (without ``__builtin_amdgcn_``) -> BuiltinSpec, all 25 builtins
+BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
+
+
+def lookup(name: str) -> BuiltinSpec:
+    """The table row of a builtin.
+
+    Args:
+        name: the builtin's name, with or without the ``__builtin_amdgcn_`` prefix.
+    Returns:
+        Its `BuiltinSpec`; raises ValueError (with close matches) for an unknown name and
+        TypeError for a non-string.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"builtin name must be a str, got {type(name).__name__}")
+    key = name.removeprefix("__builtin_amdgcn_")
+    try:
+        return BUILTINS[key]
+    except KeyError:
+        close = difflib.get_close_matches(key, list(BUILTINS), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(
+            f"unknown builtin {name!r}{hint} (`jwmma list` shows all {len(BUILTINS)})"
+        ) from None

@@ -1,0 +1,142 @@
+"""The element types of the instruction table: one registry (BUILTINS.md sections 1, 2.1, 4.1;
+NUMERICS.md section 3).
+
+Every fact about an operand type name ("f16", "fp8", "iu8", "i32", ...) is stated here once:
+its width in the registers, its number format (floats) or formats by signedness (integers),
+the logical values it takes on the matrix side, and which types can accumulate. `Storage`
+states the HIP scalar types that hold register elements (spelling and numpy dtypes). The
+table, fragments, `jwmma.dot`, gemm, kernels, studies and the command line derive from it:
+adding a number format is one entry here (and its `FloatFormat` in `jwmma.numerics`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import ml_dtypes
+import numpy as np
+
+from ..numerics.formats import BF8, BF16, F16, F32, FP8, I4, I8, I32, U4, U8, FloatFormat, IntFormat
+
+__all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "FLOAT", "INT", "ElementType", "TYPES",
+           "element_type"]
+
+
+@dataclass(frozen=True)
+class Storage:
+    """A HIP scalar type holding the elements of a register vector.
+
+    Fields: ``hip``: its spelling in prototypes ('half', 'short', 'bf16', 'int', 'float');
+    ``dtype``: the numpy dtype of the registers; ``also``: other dtypes accepted for the same
+    bits (reinterpreted, as API.md section 1 documents).
+    """
+
+    hip: str
+    dtype: np.dtype
+    also: tuple = ()
+
+    def accepts(self, dtype) -> bool:
+        """Whether registers of numpy ``dtype`` are accepted.
+
+        Args:
+            dtype: anything `numpy.dtype` accepts.
+        Returns:
+            True for ``self.dtype`` and the dtypes of ``self.also``.
+        """
+        dtype = np.dtype(dtype)
+        return dtype == self.dtype or dtype in self.also
+
+
+_I16, _U16, _BF = np.dtype(np.int16), np.dtype(np.uint16), np.dtype(ml_dtypes.bfloat16)
+HALF = Storage("half", np.dtype(np.float16))
+SHORT = Storage("short", _I16, (_BF, _U16))  # bf16 bit patterns in `short` (RDNA4)
+BF16_STORAGE = Storage("bf16", _BF, (_I16, _U16))  # `__bf16` (CDNA4)
+PACKED = Storage("int", np.dtype(np.int32), (np.dtype(np.uint32),))  # 8/4-bit elements in words
+FLOAT = Storage("float", np.dtype(np.float32))
+INT = Storage("int", np.dtype(np.int32))
+
+
+@dataclass(frozen=True)
+class ElementType:
+    """One operand element type of the table.
+
+    Fields: ``name``; ``bits``: width of one element in the registers; ``format``: the
+    `FloatFormat` of a float type; ``signed`` / ``unsigned``: the `IntFormat` of an integer
+    type read as signed / unsigned (``unsigned`` only for types whose builtins take a sign
+    choice, iu8 and iu4); ``storage``: the usual HIP storage of its register elements (a table
+    family may store it otherwise, e.g. RDNA4 bf16 in `short`); ``accumulator``: whether it
+    can be the type of C and D.
+    """
+
+    name: str
+    bits: int
+    format: FloatFormat | None = None
+    signed: IntFormat | None = None
+    unsigned: IntFormat | None = None
+    storage: Storage = PACKED
+    accumulator: bool = False
+
+    @property
+    def is_float(self) -> bool:
+        return self.format is not None
+
+    def int_format(self, signed: bool = True) -> IntFormat:
+        """The integer format of this type read with the given signedness.
+
+        Args:
+            signed: the builtin's a_neg/b_neg (types without a sign choice ignore it).
+        Returns:
+            An `IntFormat`.
+        """
+        if self.is_float:
+            raise TypeError(f"{self.name} is a floating-point type")
+        return self.signed if signed or self.unsigned is None else self.unsigned
+
+    @property
+    def range(self) -> tuple[int, int]:
+        """(lo, hi): the integer values a matrix of this type may hold, whichever the
+        signedness (iu8: -128..255)."""
+        hi = (self.unsigned or self.signed).hi
+        return self.signed.lo, hi
+
+    def value_dtype(self, signed: bool = True) -> np.dtype:
+        """The numpy dtype of this type's logical values on the matrix side.
+
+        Args:
+            signed: for integer types with a sign choice, the reading.
+        Returns:
+            The format's dtype for floats, int32 for i32, int8/uint8 for narrower integers.
+        """
+        if self.is_float:
+            return self.format.dtype
+        fmt = self.int_format(signed)
+        if fmt.bits == 32:
+            return fmt.dtype
+        return np.dtype(np.int8 if fmt.signed else np.uint8)
+
+
+TYPES = MappingProxyType({t.name: t for t in (
+    ElementType("f16", 16, F16, storage=HALF, accumulator=True),
+    ElementType("bf16", 16, BF16, storage=BF16_STORAGE, accumulator=True),
+    ElementType("fp8", 8, FP8),
+    ElementType("bf8", 8, BF8),
+    ElementType("iu8", 8, signed=I8, unsigned=U8),
+    ElementType("iu4", 4, signed=I4, unsigned=U4),
+    ElementType("i8", 8, signed=I8),
+    ElementType("f32", 32, F32, storage=FLOAT, accumulator=True),
+    ElementType("i32", 32, signed=I32, storage=INT, accumulator=True),
+)})
+
+
+def element_type(name: str) -> ElementType:
+    """The registry entry of an element type name.
+
+    Args:
+        name: 'f16', 'bf16', 'fp8', 'bf8', 'iu8', 'iu4', 'i8', 'f32' or 'i32'.
+    Returns:
+        The `ElementType`.
+    """
+    try:
+        return TYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown element type {name!r}; valid: {', '.join(TYPES)}") from None

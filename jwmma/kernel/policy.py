@@ -1,0 +1,160 @@
+"""Kernel policies: one wave's code for one builtin, and the helpers it is written with.
+
+See `jwmma.kernel` for how a policy is written and run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..engine.builtins import FUNCTIONS
+from ..isa.conventions import hip_args
+from ..isa.table import BuiltinSpec, lookup
+
+__all__ = ["Policy", "as_policy", "name_of", "i32", "pack_bytes", "const_index", "metadata"]
+
+
+def i32(x) -> np.int32:
+    """A 32-bit constant as int32 with the same bits: ``i32(0x88888888)`` is
+    ``static_cast<int>(0x88888888u)``."""
+    return np.array(int(x) & 0xFFFFFFFF, np.uint32).view(np.int32)[()]
+
+
+def pack_bytes(b0, b1, b2, b3):
+    """Four bytes -> one int32 word, little-endian (b0 in bits 7:0), as
+    ``uint32_t(b0) | uint32_t(b1) << 8 | ...`` in HIP.
+
+    Args:
+        b0, b1, b2, b3: ints or arrays (their low 8 bits are used), broadcasting.
+    Returns:
+        int32 words.
+    """
+    w = [jnp.asarray(b).astype(jnp.uint32) & 0xFF for b in (b0, b1, b2, b3)]
+    word = w[0] | (w[1] << 8) | (w[2] << 16) | (w[3] << 24)
+    return lax.bitcast_convert_type(word, jnp.int32)
+
+
+def const_index(value) -> Callable:
+    """An ``index`` function returning the same word for every lane.
+
+    Args:
+        value: the 32-bit word, e.g. 0x88888888.
+    Returns:
+        ``index(sM, warp_m, lane, tm)`` for a policy.
+    """
+    word = i32(value)
+
+    def index(sM, warp_m, lane, tm):
+        return jnp.full(jnp.shape(lane), word, jnp.int32)
+
+    index.__name__ = f"const_index_{int(value) & 0xFFFFFFFF:#010x}"
+    return index
+
+
+def metadata(pos) -> jnp.ndarray:
+    """2:4 positions -> hipSPARSELt metadata bytes.
+
+    Args:
+        pos: (..., Kc) ints 0..3, Kc divisible by 4.
+    Returns:
+        (..., Kc/4) uint8: byte b, bits [2s+1:2s] = position of compressed element 4b+s.
+    """
+    pos = jnp.asarray(pos)
+    if pos.shape[-1] % 4:
+        raise ValueError(f"positions need a last axis (Kc) divisible by 4, got shape {tuple(pos.shape)}")
+    p = pos.astype(jnp.uint32).reshape(*pos.shape[:-1], pos.shape[-1] // 4, 4)
+    byte = p[..., 0] | (p[..., 1] << 2) | (p[..., 2] << 4) | (p[..., 3] << 6)
+    return byte.astype(jnp.uint8)
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """One wave's code for one builtin (see the module docstring). Any object with these
+    attributes (e.g. a class with plain functions) is accepted wherever a Policy is."""
+
+    builtin: str
+    load_a: Callable
+    load_b: Callable
+    index: Callable
+    store_c: Callable
+    mma: Callable | None = None
+    name: str = ""
+
+    @property
+    def spec(self) -> BuiltinSpec:
+        """The builtin's table row."""
+        return lookup(self.builtin)
+
+    @property
+    def thread_tile_m(self) -> int:
+        return self.spec.m
+
+    @property
+    def thread_tile_n(self) -> int:
+        return self.spec.n
+
+    @property
+    def k_step(self) -> int:
+        """Dense K consumed by one mma."""
+        return self.spec.k
+
+    @property
+    def lanes(self) -> int:
+        return self.spec.lanes
+
+    def call_mma(self, d, a, b, idx, model=None, options=None):
+        """One wave's mma: the policy's own ``mma(d, a, b, idx, model)``, or the builtin in
+        HIP argument order with its default modifiers (cbsz = abid = 0, signed integers, no
+        clamp) and the execution ``options``.
+
+        Args:
+            d: the accumulator registers; a, b: the wave's registers; idx: its index words;
+            model: the arithmetic model; options: resolved `jwmma.Options`.
+        Returns:
+            The new accumulator registers.
+        """
+        if self.mma is not None:
+            return self.mma(d, a, b, idx, model)
+        spec = self.spec
+        return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, d, idx), model=model, options=options)
+
+
+def as_policy(obj) -> Policy:
+    """A `Policy` from any object with the policy attributes.
+
+    Args:
+        obj: a `Policy`, or e.g. a class with the functions as plain attributes.
+    Returns:
+        The `Policy`; TypeError for missing attributes, ValueError for declared tile sizes
+        (thread_tile_m/n, k_step) that disagree with the builtin.
+    """
+    if isinstance(obj, Policy):
+        pol = obj
+    else:
+        missing = [k for k in ("builtin", "load_a", "load_b", "index", "store_c") if not hasattr(obj, k)]
+        if missing:
+            raise TypeError(
+                f"{getattr(obj, '__name__', type(obj).__name__)} is not a kernel policy: missing "
+                f"{', '.join(missing)} (needs builtin, load_a, load_b, index, store_c; mma optional)"
+            )
+        pol = Policy(obj.builtin, obj.load_a, obj.load_b, obj.index, obj.store_c,
+                     getattr(obj, "mma", None), getattr(obj, "__name__", type(obj).__name__))
+    spec = pol.spec
+    for attr, want in (("thread_tile_m", spec.m), ("thread_tile_n", spec.n), ("k_step", spec.k)):
+        got = getattr(obj, attr, want)
+        if got != want:
+            raise ValueError(f"{pol.name or 'policy'}: {attr} = {got}, but {spec.name} is "
+                             f"{spec.m}x{spec.n}x{spec.k} (one builtin tile per wave, dense K step {spec.k})")
+    return pol
+
+
+def name_of(pol: Policy) -> str:
+    """The policy's name for messages."""
+    return pol.name or "policy"
+

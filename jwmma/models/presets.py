@@ -1,0 +1,82 @@
+"""The named models (NUMERICS.md) and how a ``model=`` argument becomes a Model object.
+
+`PRESETS` maps each name to its float model, its integer model (either may be None) and a
+one-line description; `ALIASES` are older spellings. `resolve` is what every entry point
+(builtins, `jwmma.gemm`, `jwmma.dot`, studies) calls.
+"""
+from __future__ import annotations
+
+from .base import Context, Model
+from .exact import Exact
+from .fma_chain import FMAChain
+from .fused import CDNA3
+from .gfx12 import Gfx12Dot4
+from .integer import IntegerDot
+from .parse import parse_model
+
+__all__ = ["PRESETS", "ALIASES", "names", "resolve"]
+
+#: name -> (float model or None, integer model or None, one-line description)
+PRESETS = {
+    "exact": (Exact(), IntegerDot("final"), "exact products and sum, one rounding (integers: exact, wrap or one final saturation)"),
+    "fma_chain": (FMAChain(), None, "f32 FMA chain over the compressed products in compressed-K order (rocjitsu/GoC)"),
+    "cdna3": (CDNA3(), None, "MMA-Sim's bit-accurate CDNA3 algorithm (2.x, PyPI): truncated fused groups of 8/16, f32 RNE per group"),
+    "cdna3_c785138": (CDNA3(zero_exponent=-126, renormalize=False), None,
+                      "the earlier MMA-Sim CDNA3 algorithm (GitHub c785138) that NUMERICS.md 1.3 transcribes"),
+    "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
+    "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each of GoC's two stages"),
+}
+ALIASES = {"exact16": "exact", "gfx12_dot4_byte": "gfx12_dot4", "gfx12": "gfx12_dot4"}
+
+
+def names(integer: bool | None = None) -> list[str]:
+    """Preset names.
+
+    Args:
+        integer: only the presets for integer (True) or floating-point (False) builtins;
+            None for all.
+    Returns:
+        The names, in `PRESETS` order.
+    """
+    out = []
+    for n, (f, i, _) in PRESETS.items():
+        if integer is None or (i if integer else f) is not None:
+            out.append(n)
+    return out
+
+
+def resolve(model, ctx: Context, default: str) -> Model:
+    """The Model object for a ``model=`` argument.
+
+    Args:
+        model: a preset name (or alias), a model text such as 'CDNA3(group=16)'
+            (`jwmma.models.parse_model`), a `Model`, or None for ``default``.
+        ctx: the formats of the use; default: the preset name used for None.
+    Returns:
+        The `Model`; ValueError for unknown names or models that do not apply to ``ctx``,
+        TypeError for anything else.
+    """
+    if model is None:
+        model = default
+    if isinstance(model, str):
+        model = parse_model(model) if "(" in model else _preset(model, ctx)
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a name or a jwmma.models.Model, got {type(model).__name__}")
+    why = model.check(ctx)
+    if why:
+        raise ValueError(why)
+    return model
+
+
+def _preset(name: str, ctx: Context) -> Model:
+    key = ALIASES.get(name, name)
+    if key not in PRESETS:
+        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(names(ctx.integer))}")
+    f, i, _ = PRESETS[key]
+    obj = i if ctx.integer else f
+    if obj is None:
+        kind = "integer" if ctx.integer else "floating-point"
+        raise ValueError(
+            f"model {name!r} does not apply to {kind} builtins; valid names: {', '.join(names(ctx.integer))}"
+        )
+    return obj

@@ -1,0 +1,229 @@
+"""Binary number formats and their bit-level decoding (NUMERICS.md section 3).
+
+Everything here works on integer bit patterns, never on float arithmetic: XLA's CPU backend
+flushes f32 subnormals (inputs and results, the f64->f32 cast included), while the matrix
+cores keep them. So operands are decoded with integer ops into (sign, significand, exponent)
+fields, and results are rounded into bit patterns by `jwmma.numerics.rounding`.
+
+The formats: IEEE f32/f16, bf16, the OCP FP8 formats E4M3FN ("fp8") and E5M2 ("bf8"), their
+FNUZ variants, and the integer formats. This module knows no instruction: which builtin reads
+which format is `jwmma.isa.types`.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ",
+    "I8", "U8", "I4", "U4", "I32", "FLOAT_FORMATS", "INT_FORMATS", "ZERO_EXP", "format_of", "decode",
+    "decode_int", "pow2_f32", "pack_fields", "unpack_fields",
+]
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import lax
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format.
+
+    Fields: ``name``; ``ebits``/``mbits``: exponent and stored mantissa bits; ``bias``;
+    ``inf``: whether the format has infinities; ``nan``: which codes are NaN, 'ieee'
+    (exponent all ones, mantissa != 0), 'fn' (only exponent and mantissa all ones: OCP
+    E4M3FN) or 'fnuz' (only 0x80); ``dtype``: the numpy (ml_dtypes) dtype of its values;
+    ``qnan``: the quiet NaN code results take where a model defines no payload.
+    """
+
+    name: str
+    ebits: int
+    mbits: int
+    bias: int
+    inf: bool
+    nan: str
+    dtype: np.dtype
+    qnan: int
+
+    @property
+    def bits(self) -> int:
+        """Width of a code: sign, exponent and mantissa bits."""
+        return 1 + self.ebits + self.mbits
+
+    @property
+    def min_exp(self) -> int:
+        """Exponent of the smallest normal number (subnormals share it)."""
+        return 1 - self.bias
+
+    @property
+    def max_exp(self) -> int:
+        """Exponent of the largest finite binade."""
+        top = (1 << self.ebits) - 1
+        if self.nan == "ieee":
+            top -= 1  # the all-ones exponent is Inf/NaN
+        return top - self.bias
+
+    @property
+    def max_finite(self) -> float:
+        """The largest finite value."""
+        return float(ml_dtypes.finfo(self.dtype).max)
+
+    @property
+    def is_float(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class IntFormat:
+    """A two's-complement (``signed``) or unsigned integer format of ``bits`` bits; ``dtype``
+    is the narrowest numpy dtype holding its values (int4/uint4 from ml_dtypes)."""
+
+    name: str
+    bits: int
+    signed: bool
+    dtype: np.dtype
+
+    @property
+    def is_float(self) -> bool:
+        return False
+
+    @property
+    def lo(self) -> int:
+        """The smallest value."""
+        return -(1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        """The largest value."""
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+
+
+F32 = FloatFormat("f32", 8, 23, 127, True, "ieee", np.dtype(np.float32), 0x7FC00000)
+F16 = FloatFormat("f16", 5, 10, 15, True, "ieee", np.dtype(np.float16), 0x7E00)
+BF16 = FloatFormat("bf16", 8, 7, 127, True, "ieee", np.dtype(ml_dtypes.bfloat16), 0x7FC0)
+FP8 = FloatFormat("fp8", 4, 3, 7, False, "fn", np.dtype(ml_dtypes.float8_e4m3fn), 0x7F)
+BF8 = FloatFormat("bf8", 5, 2, 15, True, "ieee", np.dtype(ml_dtypes.float8_e5m2), 0x7E)
+FP8_FNUZ = FloatFormat("fp8_fnuz", 4, 3, 8, False, "fnuz", np.dtype(ml_dtypes.float8_e4m3fnuz), 0x80)
+BF8_FNUZ = FloatFormat("bf8_fnuz", 5, 2, 16, False, "fnuz", np.dtype(ml_dtypes.float8_e5m2fnuz), 0x80)
+
+I8 = IntFormat("i8", 8, True, np.dtype(np.int8))
+U8 = IntFormat("u8", 8, False, np.dtype(np.uint8))
+I4 = IntFormat("i4", 4, True, np.dtype(ml_dtypes.int4))
+U4 = IntFormat("u4", 4, False, np.dtype(ml_dtypes.uint4))
+I32 = IntFormat("i32", 32, True, np.dtype(np.int32))
+
+FLOAT_FORMATS = {f.name: f for f in (F32, F16, BF16, FP8, BF8, FP8_FNUZ, BF8_FNUZ)}
+INT_FORMATS = {f.name: f for f in (I8, U8, I4, U4, I32)}
+_BY_DTYPE = {f.dtype: f for f in (*FLOAT_FORMATS.values(), *INT_FORMATS.values())}
+
+#: exponent that MMA-Sim gives to a zero of any format (NUMERICS.md 1.1)
+ZERO_EXP = -126
+
+
+def format_of(dtype) -> FloatFormat | IntFormat | None:
+    """The format whose values a numpy ``dtype`` holds (float16 -> F16, int8 -> I8, ...), or
+    None for a dtype that is no format here.
+
+    Args:
+        dtype: anything `numpy.dtype` accepts.
+    Returns:
+        The `FloatFormat` or `IntFormat`, or None.
+    """
+    return _BY_DTYPE.get(np.dtype(dtype))
+
+
+class Fields(NamedTuple):
+    """Decoded float operand, all int32 except the flags (bool) and ``val`` (float32).
+
+    value = (-1)**sign * sig * 2**(exp - mbits); ``exp`` follows MMA-Sim (subnormals share
+    ``min_exp``, zero gets -126). ``val`` is the exact float32 value for formats whose every
+    value is a normal f32 or zero (f16, fp8, bf8); it is None otherwise.
+    """
+
+    sign: jnp.ndarray
+    sig: jnp.ndarray
+    exp: jnp.ndarray
+    nan: jnp.ndarray
+    inf: jnp.ndarray
+    val: jnp.ndarray | None
+
+
+def _exactly_normal_in_f32(fmt: FloatFormat) -> bool:
+    return fmt.min_exp - fmt.mbits >= -126 and fmt.max_exp <= 127
+
+
+def decode(fmt: FloatFormat, code: jnp.ndarray) -> Fields:
+    """Decode ``fmt`` bit patterns held in the low bits of an integer array."""
+    code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
+    mmask = (1 << fmt.mbits) - 1
+    emask = (1 << fmt.ebits) - 1
+    sign = (code >> (fmt.bits - 1)) & 1
+    ef = (code >> fmt.mbits) & emask
+    mant = code & mmask
+    sig = jnp.where(ef != 0, mant | (1 << fmt.mbits), mant)
+    if fmt.nan == "ieee":
+        special = ef == emask
+        nan = special & (mant != 0)
+        inf = special & (mant == 0)
+    elif fmt.nan == "fn":
+        nan = (ef == emask) & (mant == mmask)
+        inf = jnp.zeros_like(nan)
+    else:  # fnuz: 0x80 is the only NaN, there is no -0
+        nan = code == (1 << (fmt.bits - 1))
+        inf = jnp.zeros_like(nan)
+        sign = jnp.where(nan, 0, sign)
+    special = nan | inf
+    sig = jnp.where(special, 0, sig)
+    exp = jnp.where(sig == 0, ZERO_EXP, jnp.maximum(ef, 1) - fmt.bias)
+    return Fields(sign, sig, exp, nan, inf, _f32_value(fmt, sign, sig, exp, nan, inf))
+
+
+def _f32_value(fmt: FloatFormat, sign, sig, exp, nan, inf):
+    """The exact float32 value of decoded fields, for formats whose every value is a normal
+    f32 or zero (so no arithmetic on subnormals); None for the others."""
+    if not _exactly_normal_in_f32(fmt):
+        return None
+    mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
+    mag = jnp.where(inf, jnp.float32(np.inf), mag)
+    mag = jnp.where(nan, jnp.float32(np.nan), mag)
+    return jnp.where(sign == 1, -mag, mag)
+
+
+def decode_int(fmt: IntFormat, code: jnp.ndarray) -> jnp.ndarray:
+    """Sign- or zero-extend ``fmt.bits``-wide integers held in the low bits of ``code``."""
+    code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
+    if fmt.signed:
+        code = jnp.where(code >= (1 << (fmt.bits - 1)), code - (1 << fmt.bits), code)
+    return code
+
+
+def pow2_f32(n: jnp.ndarray) -> jnp.ndarray:
+    """2**n as float32 for integer n in [-126, 127], written into the exponent bits
+    (jnp.exp2 is exp(x*ln2) in XLA and not exact)."""
+    n = jnp.asarray(n, jnp.int32)
+    return lax.bitcast_convert_type(((n + 127) & 0xFF) << 23, jnp.float32)
+
+
+# ------------------------------------------------------------------ one-word packing of fields
+# Moving decoded operands around (the gather of selected B rows) costs one int32 word per
+# element instead of five arrays: sig in bits 11:0, exp + 512 in 21:12, sign 22, nan 23, inf 24.
+def pack_fields(f: Fields) -> jnp.ndarray:
+    """The int32 word of decoded fields (layout above); `unpack_fields` inverts it."""
+    return (
+        f.sig
+        | ((f.exp + 512) << 12)
+        | (f.sign << 22)
+        | (f.nan.astype(jnp.int32) << 23)
+        | (f.inf.astype(jnp.int32) << 24)
+    )
+
+
+def unpack_fields(fmt: FloatFormat, w) -> Fields:
+    """Fields of ``fmt`` from the words of `pack_fields` (``val`` rebuilt when ``fmt`` has it)."""
+    sig = w & 0xFFF
+    exp = ((w >> 12) & 0x3FF) - 512
+    sign = (w >> 22) & 1
+    nan = ((w >> 23) & 1) == 1
+    inf = ((w >> 24) & 1) == 1
+    return Fields(sign, sig, exp, nan, inf, _f32_value(fmt, sign, sig, exp, nan, inf))

@@ -1,0 +1,142 @@
+"""Exact rounding into bit patterns, with integer arithmetic only.
+
+The matrix cores keep subnormals; XLA's CPU backend flushes them in float arithmetic and in
+its f64->f32 cast. So every result is rounded here, from an exact integer or float64 value,
+straight into the destination's bit pattern (round to nearest even, gradual underflow,
+overflow to Inf). These functions need 64-bit types: call them inside `x64_scope()`.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .formats import FloatFormat
+
+__all__ = ["x64_scope", "pow2_f64", "fields_to_f64", "two_sum", "round_to_odd", "round_to_format", "round_f64",
+           "bits_to", "float_bits"]
+
+
+def x64_scope():
+    """A context in which 64-bit types exist, whatever the user's ``jax_enable_x64``.
+
+    The emulator needs int64/float64 internally (exact sums, 2**k scaling). It enters this
+    scope around its own jitted kernels only; the user's global setting is never changed.
+    """
+    if hasattr(jax, "enable_x64") and callable(jax.enable_x64):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64  # older JAX
+
+    return enable_x64()
+
+
+def pow2_f64(n):
+    """2**n as float64 for integer n in [-1022, 1023], written into the exponent bits (an exact
+    power, unlike jnp.exp2)."""
+    n = jnp.asarray(n).astype(jnp.int64)
+    return lax.bitcast_convert_type((n + 1023) << 52, jnp.float64)
+
+
+def fields_to_f64(sign, sig, exp, mbits: int):
+    """Exact float64 value of decoded fields (finite values only)."""
+    mag = sig.astype(jnp.float64) * pow2_f64(exp - mbits)
+    return jnp.where(sign == 1, -mag, mag)
+
+
+def two_sum(a, b):
+    """Knuth's error-free sum: a + b == s + e exactly (no overflow)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def round_to_odd(s, e):
+    """The float64 nearest-odd rounding of the exact value s + e, given s = RN(s + e).
+
+    Rounding the result once more to a format with at most 51 bits gives the correctly
+    rounded value of s + e (the classic round-to-odd argument).
+    """
+    bits = lax.bitcast_convert_type(s, jnp.int64)
+    even = (bits & 1) == 0
+    toward = jnp.where((e > 0) == (s > 0), 1, -1).astype(jnp.int64)
+    bits = jnp.where((e != 0) & even, bits + toward, bits)
+    return lax.bitcast_convert_type(bits, jnp.float64)
+
+
+def _bitlen64(x):
+    return 64 - lax.clz(x)
+
+
+def round_to_format(sign, mag, scale, fmt: FloatFormat, sticky=None):
+    """Bits of (-1)**sign * (mag + sticky*tiny) * 2**scale rounded to ``fmt`` (RNE).
+
+    sign: 0/1 ints; mag: int64 >= 0, < 2**62; scale: ints; sticky: bool, True when
+    the exact value is a little above mag*2**scale (less than one unit of mag). Returns int32
+    bit patterns; zero gives +0 or -0 by ``sign``; overflow gives +-Inf (NaN for formats
+    without Inf).
+    """
+    mag = mag.astype(jnp.int64)
+    scale = jnp.asarray(scale).astype(jnp.int64)
+    if sticky is None:
+        sticky = jnp.zeros(mag.shape, bool)
+    lead = _bitlen64(mag) - 1 + scale  # exponent of the leading bit
+    te = jnp.maximum(lead, fmt.min_exp)
+    shift = te - fmt.mbits - scale  # low bits of mag below the target's last place
+    right = jnp.clip(shift, 0, 63)
+    left = jnp.clip(-shift, 0, 62)
+    q = jnp.where(shift > 0, mag >> right, mag << left)
+    rem = mag & ((jnp.int64(1) << right) - 1)
+    half = jnp.where(right > 0, jnp.int64(1) << jnp.maximum(right - 1, 0), 0)
+    above = (rem > half) | ((rem == half) & (rem != 0) & sticky)
+    tie = (rem == half) & (rem != 0) & ~sticky
+    # beyond 63 dropped bits everything lies below half an ulp
+    q = jnp.where(shift > 63, 0, q)
+    above = jnp.where(shift > 63, False, above)
+    tie = jnp.where(shift > 63, False, tie)
+    up = above | (tie & ((q & 1) == 1))
+    q = q + up.astype(jnp.int64)
+    bits = ((te + fmt.bias - 1) << fmt.mbits) + q
+    bits = jnp.where(mag == 0, 0, bits)
+    emask = (1 << fmt.ebits) - 1
+    if fmt.inf:
+        limit = emask << fmt.mbits  # the Inf pattern
+        bits = jnp.where(bits >= limit, limit, bits)
+    else:
+        top = (1 << (fmt.ebits + fmt.mbits)) - 1
+        bits = jnp.where(bits >= top, top, bits)  # no Inf: overflow is NaN (0x7F)
+    bits = bits | (sign.astype(jnp.int64) << (fmt.bits - 1))
+    return bits.astype(jnp.int32)
+
+
+def round_f64(x, fmt: FloatFormat):
+    """Bits of the float64 array ``x`` rounded to ``fmt`` (RNE, gradual underflow).
+
+    NaN gives the format's quiet NaN, +-Inf and overflow give +-Inf. float64 subnormals do
+    not occur in the emulator's ranges and are treated as zero.
+    """
+    b = lax.bitcast_convert_type(x, jnp.int64)
+    sign = ((b >> 63) & 1).astype(jnp.int32)
+    ef = (b >> 52) & 0x7FF
+    m = b & ((jnp.int64(1) << 52) - 1)
+    mag = jnp.where(ef == 0, 0, m | (jnp.int64(1) << 52))
+    bits = round_to_format(sign, mag, ef - 1075, fmt)
+    inf_bits = ((1 << fmt.ebits) - 1) << fmt.mbits if fmt.inf else fmt.qnan
+    bits = jnp.where((ef == 0x7FF) & (m == 0), inf_bits | (sign << (fmt.bits - 1)), bits)
+    bits = jnp.where((ef == 0x7FF) & (m != 0), fmt.qnan, bits)
+    return bits
+
+
+def bits_to(fmt: FloatFormat, bits):
+    """View int32 bit patterns as a float array of ``fmt`` (no arithmetic, no flushing)."""
+    if fmt.bits == 32:
+        return lax.bitcast_convert_type(bits.astype(jnp.int32), jnp.float32)
+    return lax.bitcast_convert_type(bits.astype(jnp.uint16), jnp.dtype(fmt.dtype))
+
+
+def float_bits(x):
+    """int32 bit patterns of a float32/float16/bfloat16 array (no arithmetic)."""
+    x = jnp.asarray(x)
+    if x.dtype == jnp.float32:
+        return lax.bitcast_convert_type(x, jnp.int32)
+    return lax.bitcast_convert_type(x, jnp.uint16).astype(jnp.int32)

@@ -1,0 +1,226 @@
+"""Figures of a `jwmma.study` sweep (matplotlib, an optional dependency: ``pip install
+'jwmma[plot]'``). Every function takes the study's summary rows (`Study.summary`, or the
+rows of summary.json) and returns a matplotlib Figure; `save_figures` writes the standard
+set as PNGs.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..isa.plot import require_matplotlib
+from .measures import U32
+
+__all__ = ["plot_error_vs_k", "plot_bias_vs_k", "plot_ident_vs_k", "plot_ulp_hist", "save_figures",
+           "require_matplotlib"]
+
+
+def _series(rows, by=("model", "remedy")):
+    """{label: rows sorted by K} grouping by the fields ``by`` (the remedy is left out of the
+    label when every row has none)."""
+    remedies = {r["remedy"] for r in rows}
+    out: dict = {}
+    for r in rows:
+        parts = []
+        for f in by:
+            if f == "remedy" and remedies == {"none"}:
+                continue
+            parts.append(str(r[f]))
+        out.setdefault(" / ".join(parts) or "all", []).append(r)
+    return {k: sorted(v, key=lambda r: r["K"]) for k, v in out.items()}
+
+
+def _panels(rows, panel_by=("dist", "format")):
+    keys = []
+    for r in rows:
+        key = tuple(r[f] for f in panel_by)
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _grid(plt, n, width=6.0, height=4.2):
+    cols = min(n, 2)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()
+
+
+def _panel_axes(plt, rows, panel_by, ax=None, width=6.0):
+    """(figure, [(axes, panel key, rows of the panel)]): one panel per value of ``panel_by``,
+    or only the first one drawn into ``ax`` when given."""
+    keys = _panels(rows, panel_by)
+    if ax is not None:
+        fig, axes = ax.figure, [ax]
+        keys = keys[:1]
+    else:
+        fig, axes = _grid(plt, max(1, len(keys)), width=width)
+    return fig, [(axx, key, [r for r in rows if tuple(r[f] for f in panel_by) == key])
+                 for axx, key in zip(axes, keys)]
+
+
+def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), panel_by=("dist", "format"),
+                    ax=None, floor: float | None = None, title: str | None = None):
+    """``metric`` (mean over seeds, shaded 95% interval) against K on log-log axes, one line
+    per model (and remedy), one panel per (distribution, format). Zeros are drawn at
+    ``floor`` (default: a decade below the smallest positive value) and marked as such."""
+    plt = require_matplotlib()
+    rows = [r for r in summary]
+    fig, panels = _panel_axes(plt, rows, panel_by, ax)
+    pos = [r[metric] for r in rows if r[metric] > 0 and np.isfinite(r[metric])]
+    lo_val = floor if floor is not None else (min(pos) / 10 if pos else U32 / 10)
+    for axx, key, sub in panels:
+        for label, ser in _series(sub, by).items():
+            k = np.array([r["K"] for r in ser], float)
+            y = np.array([r[metric] for r in ser], float)
+            lo = np.array([r.get(f"{metric}_lo", r[metric]) for r in ser], float)
+            hi = np.array([r.get(f"{metric}_hi", r[metric]) for r in ser], float)
+            yy = np.where(y > 0, y, lo_val)
+            line, = axx.plot(k, yy, "o-", label=label, ms=4)
+            axx.fill_between(k, np.maximum(lo, lo_val), np.maximum(hi, lo_val), color=line.get_color(), alpha=0.13)
+            zero = y <= 0
+            if zero.any():
+                axx.plot(k[zero], yy[zero], "v", color=line.get_color(), ms=7)
+        if metric == "mean_rel" and all("rn_mean_rel" in r for r in sub):
+            ks = sorted({r["K"] for r in sub})
+            floor_y = [np.mean([r["rn_mean_rel"] for r in sub if r["K"] == kk]) for kk in ks]
+            axx.plot(ks, floor_y, "k--", lw=1, label="correctly rounded f32 (floor)")
+        axx.axhline(U32, color="grey", ls=":", lw=1)
+        axx.text(min(r["K"] for r in sub), U32, " u = 2^-24", va="bottom",
+                 fontsize=8, color="grey")
+        axx.set_xscale("log", base=2)
+        axx.set_yscale("log")
+        axx.set_xlabel("K (dense GEMM depth)")
+        axx.set_ylabel(_METRIC_LABEL.get(metric, metric))
+        axx.set_title(title or f"{metric} vs K: " + ", ".join(str(x) for x in key), fontsize=10)
+        axx.grid(True, which="major", alpha=0.3)
+        axx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+_METRIC_LABEL = {
+    "mean_rel": "mean |d - ref| / sum|a*b|",
+    "max_rel": "max |d - ref| / sum|a*b|",
+    "fro_rel": "||D - ref||_F / ||ref||_F",
+    "bias": "mean (d - ref) / sum|a*b|",
+    "mean_abs_ulp": "mean |ulp error| (f32 ulps)",
+    "ident": "fraction bit-identical",
+}
+
+
+def plot_bias_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format"), ax=None, units: str = "u"):
+    """Mean signed relative error (bias) against K (log x), with 95% intervals; y in units
+    of u = 2**-24 (``units='u'``) or plain ('rel'), on a symmetric-log axis."""
+    plt = require_matplotlib()
+    rows = list(summary)
+    fig, panels = _panel_axes(plt, rows, panel_by, ax)
+    div = U32 if units == "u" else 1.0
+    for axx, key, sub in panels:
+        for label, ser in _series(sub, by).items():
+            k = np.array([r["K"] for r in ser], float)
+            y = np.array([r["bias"] for r in ser]) / div
+            lo = np.array([r["bias_lo"] for r in ser]) / div
+            hi = np.array([r["bias_hi"] for r in ser]) / div
+            line, = axx.plot(k, y, "o-", label=label, ms=4)
+            axx.fill_between(k, lo, hi, color=line.get_color(), alpha=0.13)
+        axx.axhline(0, color="grey", lw=1)
+        axx.set_xscale("log", base=2)
+        axx.set_yscale("symlog", linthresh=1e-3 if units == "u" else 1e-10)
+        axx.set_xlabel("K (dense GEMM depth)")
+        axx.set_ylabel("bias: mean (d - ref) / sum|a*b|" + (" [units of u = 2^-24]" if units == "u" else ""))
+        axx.set_title("bias vs K: " + ", ".join(str(x) for x in key), fontsize=10)
+        axx.grid(True, alpha=0.3)
+        axx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ident_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format"), ax=None):
+    """Percentage of outputs bit-identical to the correctly rounded f32 result against K (log x),
+    with 95% intervals, one line per model (and remedy), one panel per (distribution, format)."""
+    plt = require_matplotlib()
+    rows = list(summary)
+    fig, panels = _panel_axes(plt, rows, panel_by, ax)
+    for axx, key, sub in panels:
+        for label, ser in _series(sub, by).items():
+            k = np.array([r["K"] for r in ser], float)
+            y = 100 * np.array([r["ident"] for r in ser])
+            line, = axx.plot(k, y, "o-", label=label, ms=4)
+            axx.fill_between(k, 100 * np.array([r["ident_lo"] for r in ser]),
+                             np.minimum(100, 100 * np.array([r["ident_hi"] for r in ser])),
+                             color=line.get_color(), alpha=0.13)
+        axx.set_xscale("log", base=2)
+        axx.set_xlabel("K (dense GEMM depth)")
+        axx.set_ylabel("% outputs = correctly rounded f32")
+        axx.set_title("bit-identical outputs vs K: " + ", ".join(str(x) for x in key), fontsize=10)
+        axx.grid(True, alpha=0.3)
+        axx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _bin_label(b: int) -> str:
+    if b == 0:
+        return "0"
+    lo = 1 << (abs(b) - 1)
+    return ("-" if b < 0 else "") + (f"{lo}" if abs(b) == 1 else f"{lo}..{2 * lo - 1}")
+
+
+def plot_ulp_hist(summary, k=None, by=("model", "remedy"), panel_by=("dist", "format"), ax=None):
+    """Histogram of the signed f32 ulp error (log2 bins: 0, +-1, +-2..3, +-4..7, ...) of
+    every output at depth ``k`` (default: the largest K), summed over seeds; one group of bars
+    per model (and remedy), fraction of outputs on the y axis."""
+    plt = require_matplotlib()
+    rows = list(summary)
+    if k is None:
+        k = max(r["K"] for r in rows)
+    rows = [r for r in rows if r["K"] == k]
+    if not rows:
+        raise ValueError(f"no summary row has K={k}")
+    fig, panels = _panel_axes(plt, rows, panel_by, ax, width=7.0)
+    for axx, key, sub in panels:
+        series = {lab: ser[0] for lab, ser in _series(sub, by).items()}
+        bins = sorted({int(b) for r in series.values() for b in r["ulp_hist"]})
+        if not bins:
+            continue
+        bins = list(range(min(bins), max(bins) + 1))
+        width = 0.8 / max(1, len(series))
+        x = np.arange(len(bins))
+        for i, (label, r) in enumerate(series.items()):
+            total = sum(r["ulp_hist"].values()) or 1
+            h = np.array([r["ulp_hist"].get(str(b), 0) for b in bins], float) / total
+            axx.bar(x + (i - (len(series) - 1) / 2) * width, h, width, label=label)
+        axx.set_xticks(x)
+        axx.set_xticklabels([_bin_label(b) for b in bins], rotation=60, fontsize=7)
+        axx.set_xlabel("d - ref32 in f32 ulps (log2 bins)")
+        axx.set_yscale("log")
+        axx.set_ylabel("fraction of outputs (log)")
+        axx.set_title(f"ulp error at K={k}: " + ", ".join(str(x) for x in key), fontsize=10)
+        axx.legend(fontsize=8)
+        axx.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def save_figures(summary, out_dir: str, prefix: str = "", dpi: int = 110) -> list[str]:
+    """error_vs_k.png, max_error_vs_k.png, bias_vs_k.png, ident_vs_k.png, ulp_hist.png under
+    ``out_dir``; returns their paths."""
+    plt = require_matplotlib()
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for name, fig in (
+        ("error_vs_k", plot_error_vs_k(summary, "mean_rel")),
+        ("max_error_vs_k", plot_error_vs_k(summary, "max_rel")),
+        ("bias_vs_k", plot_bias_vs_k(summary)),
+        ("ident_vs_k", plot_ident_vs_k(summary)),
+        ("ulp_hist", plot_ulp_hist(summary)),
+    ):
+        path = os.path.join(out_dir, f"{prefix}{name}.png")
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        written.append(path)
+    return written

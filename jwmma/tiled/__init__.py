@@ -1,0 +1,131 @@
+"""Whole GEMMs emulated as the tiled kernel that issues one builtin per K step (API.md section 5).
+
+`gemm` validates and converts the operands once (`operands`), pads them to whole tiles, and
+runs one of the two execution paths (`paths`: whole matrices, or per-step register fragments
+through the builtin) on one device or on every shard of a device mesh (`sharding`, `plan`).
+Every path and layout gives the same bits.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax.numpy as jnp
+
+from .. import models
+from ..engine import fragments
+from ..engine.index import index_offset
+from ..engine.options import resolve as resolve_options
+from ..engine.step import context
+from ..engine.validation import check_static_bool
+from ..isa.table import lookup
+from ..numerics.rounding import x64_scope
+from . import operands, paths, plan, sharding
+from .plan import auto_layout, auto_mesh, plan_gemm
+from .sharding import Plan
+
+__all__ = ["gemm", "emulate_padded", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
+           "plan", "sharding"]
+
+PATHS = ("matrix", "registers")
+
+
+def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=None):
+    """Run a GEMM kernel on tile-padded operands (the seam where distribution plugs in).
+
+    Args:
+        kernel: ``kernel(a, p, b, c)`` -> D in the same form; every output depends only on
+            its row of A and column of B.
+        a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np) int32; c_codes:
+            (*batch, Mp, Np) int32 accumulator bits (or i32 values).
+        shape: the (M, N) to cut D to (None: keep it padded).
+        plan: a `Plan` to run the kernel on every shard of a device mesh, or None.
+    Returns:
+        D codes; sharded when a plan is given.
+    """
+    if plan is not None:
+        return plan.emulate(kernel, a_codes, pos, b_codes, c_codes, shape)
+    with x64_scope():
+        d = kernel(a_codes, pos, b_codes, c_codes)
+    return d if shape is None else d[..., : shape[0], : shape[1]]
+
+
+def gemm(
+    a,
+    b,
+    c=None,
+    *,
+    builtin: str = "smfmac_f32_16x16x128_fp8_fp8",
+    model=None,
+    path: str = "matrix",
+    prune: bool = False,
+    a_neg: bool | None = None,
+    b_neg: bool | None = None,
+    clamp: bool | None = None,
+    cbsz: int = 0,
+    abid: int = 0,
+    index_key: int = 0,
+    mesh=None,
+    mesh_axes=None,
+    devices=None,
+    options=None,
+    backend: str | None = None,
+):
+    """Emulate D = A x B + C as the tiled kernel issuing ``builtin`` once per K step.
+
+    Every output tile is accumulated over the K steps in order, each step's D the next step's
+    C: bit-identical to calling the builtin step by step.
+
+    Args:
+        a: dense 2:4-sparse (*batch, M, K) array of the builtin's A element type, or a
+            ``(values, positions)`` pair of (*batch, M, K/2) arrays (`jwmma.compress_2_4`);
+            a dense ``a`` that is not 2:4 sparse raises unless ``prune=True``.
+        b: (*batch, K, N) of the builtin's B element type.
+        c: (*batch, M, N) of the accumulator type (float32, float16, bfloat16 or int32) or
+            None for zeros. M, N, K need not be multiples of the tile: the operands are
+            zero-padded (A's padding groups select positions (2, 3), as hipSPARSELt pads).
+            Batch dims broadcast.
+        builtin: the builtin the kernel issues; model: a preset name, model text or object
+            (None: the builtin's default).
+        path: 'matrix' (instruction arithmetic on whole matrices) or 'registers' (per-step
+            fragments through the builtin); same bits.
+        a_neg, b_neg, clamp: signedness and saturation of the RDNA4 iu8/iu4 builtins
+            (default: signed, no clamp); given for any other builtin they raise.
+        cbsz, abid (gfx950), index_key (RDNA4): the index set (changes nothing numerically).
+        devices: N (int, 'all' or a list of devices): split batch, M and N over the first N
+            devices with an automatic layout (`jwmma.tiled.plan`; same bits).
+        mesh: a `jax.sharding.Mesh`, with ``mesh_axes`` giving each mesh axis's role ('m',
+            'n', 'batch', 'batch<i>', None; default: axes named after roles, then batch, M,
+            N in order), or a NamedSharding for D (its spec over (*batch, M, N) says what
+            splits). Neither: inputs carrying a NamedSharding are followed; plain inputs use
+            one device.
+        options, backend: execution options (`jwmma.Options`): tile sizes, row blocks,
+            matrix-product group sums; never bits.
+    Returns:
+        (*batch, M, N) in the accumulator's dtype; sharded (never gathered) when spread over
+        devices.
+    """
+    spec = lookup(builtin)
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    prune = check_static_bool(prune, "prune")
+    a_signed, b_signed, clamp = operands.check_modifiers(spec, a_neg, b_neg, clamp)
+    s = index_offset(spec, cbsz, abid, index_key)
+    m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
+    opts = resolve_options(options, backend)
+    dist = plan_gemm(spec, a, b, c, mesh=mesh, mesh_axes=mesh_axes, devices=devices)
+    if dist is not None:  # each device receives only its shard; preparation runs sharded
+        a, b, c = dist.place(a, b, c)
+
+    ops = operands.codes(spec, a, b, c, prune=prune)
+    if ops.c is None and dist is not None:
+        ops = dataclasses.replace(ops, c=dist.zeros())  # created sharded, never whole on one device
+    rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
+    padded = operands.pad_codes(ops, rows, cols, -(-ops.k // spec.k) * spec.k)
+
+    kernel = functools.partial(
+        paths.matrix_path if path == "matrix" else paths.register_path, spec=spec, model=m_obj, options=opts,
+        a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({} if path == "matrix" else {"s": s}),
+    )
+    d = emulate_padded(kernel, *padded, shape=(ops.m, ops.n), plan=dist)
+    return fragments.codes_to_values(spec.c_type, d.astype(jnp.int32))

@@ -1,0 +1,178 @@
+"""GEMM operands: validated, compressed, converted to element codes and padded, once.
+
+Shared by `jwmma.gemm`, `jwmma.kernel` and the sharded runs. A is taken dense (2:4-sparse,
+pruned on request) or as (values, positions); every operand becomes int32 element codes
+(`jwmma.engine.fragments.value_codes`); padding to whole tiles adds zero values, and A's
+padding groups select positions (2, 3), as hipSPARSELt pads (BUILTINS.md section 5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..engine.fragments import value_codes
+from ..engine.sparsity import compress_2_4, prune_2_4
+from ..engine.validation import as_array, check_range, check_static_bool
+from ..isa.table import BuiltinSpec
+from ..isa.types import element_type
+
+__all__ = ["Codes", "compressed_a", "check_modifiers", "accumulator_dtype", "codes", "pad_to", "pad_a",
+           "pad_codes"]
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A GEMM's operands as int32 element codes: ``a`` and ``pos`` (*batch, M, K/2), ``b``
+    (*batch, K, N), ``c`` (*batch, M, N) or None (zeros), and the logical ``m``, ``n``, ``k``
+    (dense K) and broadcast ``batch`` shape."""
+
+    a: object
+    pos: object
+    b: object
+    c: object
+    m: int
+    n: int
+    k: int
+    batch: tuple
+
+
+def compressed_a(a, prune: bool):
+    """A in compressed form.
+
+    Args:
+        a: a dense 2:4-sparse (*batch, M, K) array (K is padded to a multiple of 4), or a
+            ``(values, positions)`` pair of (*batch, M, K/2) arrays.
+        prune: prune a dense ``a`` to 2:4 first (`jwmma.prune_2_4`).
+    Returns:
+        (values, positions int32, dense K).
+    """
+    if isinstance(a, tuple):
+        if len(a) != 2:
+            raise ValueError(f"a given as a tuple must be (values, positions), got {len(a)} items")
+        values, pos = as_array(a[0], "a values"), as_array(a[1], "a positions")
+        if values.shape != pos.shape:
+            raise ValueError(
+                f"a values and positions must have the same shape (*batch, M, K/2), got "
+                f"{tuple(values.shape)} and {tuple(pos.shape)}"
+            )
+        if not jnp.issubdtype(pos.dtype, jnp.integer):
+            raise TypeError(f"a positions must be integers 0..3, got {pos.dtype}")
+        check_range(pos, 0, 3, "a positions")
+        if values.ndim < 2:
+            raise ValueError(f"a values must be (*batch, M, K/2), got shape {tuple(values.shape)}")
+        if values.shape[-1] % 2:
+            raise ValueError(
+                f"a values must hold two stored values per group of four (an even K/2), got shape {tuple(values.shape)}"
+            )
+        return values, pos.astype(jnp.int32), values.shape[-1] * 2
+    a = as_array(a, "a")
+    if a.ndim < 2:
+        raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
+    k = a.shape[-1]
+    if k % 4:
+        pad = 4 - k % 4
+        a = jnp.pad(jnp.asarray(a), [(0, 0)] * (a.ndim - 1) + [(0, pad)])
+    if prune:
+        a = prune_2_4(a)
+    try:
+        values, pos = compress_2_4(a)  # raises on a matrix that is not 2:4 sparse
+    except ValueError as e:
+        raise ValueError(str(e).replace("a24 is not", "a is not", 1) + ", or pass prune=True") from None
+    return values, pos, k
+
+
+def check_modifiers(spec: BuiltinSpec, a_neg, b_neg, clamp) -> tuple[bool, bool, bool]:
+    """(a_signed, b_signed, clamp) of a GEMM: the builtin's defaults (signed, no clamp) for
+    None; given for a builtin that takes none of them, ValueError."""
+    if not spec.signed_choice:
+        given = [n for n, v in (("a_neg", a_neg), ("b_neg", b_neg), ("clamp", clamp)) if v is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} only apply to the RDNA4 iu8/iu4 builtins; {spec.name} takes none "
+                f"(its integers are {'signed and its i32 result wraps' if spec.integer else 'floats'})"
+            )
+    return (check_static_bool(True if a_neg is None else a_neg, "a_neg"),
+            check_static_bool(True if b_neg is None else b_neg, "b_neg"),
+            check_static_bool(False if clamp is None else clamp, "clamp"))
+
+
+def accumulator_dtype(spec: BuiltinSpec) -> np.dtype:
+    """The numpy dtype of the logical C/D values of ``spec`` (float32, float16, bfloat16, int32)."""
+    return element_type(spec.c_type).value_dtype()
+
+
+def _c_codes(spec: BuiltinSpec, c, m: int, n: int):
+    acc = accumulator_dtype(spec)
+    c = as_array(c, "c")
+    if np.dtype(c.dtype) != acc:
+        mod = "ml_dtypes" if acc.name == "bfloat16" else "np"
+        raise TypeError(f"c must be {acc.name} for {spec.name} (its accumulator), got {c.dtype}; "
+                        f"convert it first, e.g. c.astype({mod}.{acc.name})")
+    if c.ndim < 2 or tuple(c.shape[-2:]) != (m, n):
+        raise ValueError(f"c must be (*batch, M, N) = (*batch, {m}, {n}), got {tuple(c.shape)}")
+    return value_codes(spec.c_type, c, "c", spec.name)
+
+
+def codes(spec: BuiltinSpec, a, b, c, *, prune: bool) -> Codes:
+    """Validate a GEMM's operands and convert them to element codes.
+
+    Args:
+        spec: the builtin; a: as `compressed_a`; b: (*batch, K, N) of the B type; c:
+            (*batch, M, N) of the accumulator type, or None; prune: as `compressed_a`.
+    Returns:
+        `Codes` (c None stays None); errors name the argument and give a conversion hint.
+    """
+    values, pos, k = compressed_a(a, prune)
+    a_codes = value_codes(spec.a_type, values, "a", spec.name)
+    b = as_array(b, "b")
+    if b.ndim < 2:
+        raise ValueError(f"b must be (*batch, K, N), got shape {tuple(b.shape)}")
+    if b.shape[-2] != k:
+        raise ValueError(
+            f"a and b disagree on K: a is (*batch, M, K) with K={k}, b is (*batch, K, N) "
+            f"with shape {tuple(b.shape)}"
+        )
+    b_codes = value_codes(spec.b_type, b, "b", spec.name)
+    m, n = values.shape[-2], b.shape[-1]
+    c_codes = None if c is None else _c_codes(spec, c, m, n)
+    shapes = [a_codes.shape[:-2], b_codes.shape[:-2]] + ([] if c_codes is None else [c_codes.shape[:-2]])
+    try:
+        batch = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(
+            f"batch dims of a {tuple(a_codes.shape[:-2])}, b {tuple(b_codes.shape[:-2])} and c "
+            f"{tuple(c_codes.shape[:-2]) if c_codes is not None else ()} do not broadcast"
+        ) from None
+    return Codes(a_codes, pos, b_codes, c_codes, int(m), int(n), int(k), tuple(batch))
+
+
+def pad_to(x, axis_sizes: dict, value=0):
+    """``x`` zero-padded (or ``value``-padded) at the end of the given axes to the sizes."""
+    pads = [(0, 0)] * x.ndim
+    for ax, size in axis_sizes.items():
+        pads[ax] = (0, size - x.shape[ax])
+    if all(p == (0, 0) for p in pads):
+        return x
+    return jnp.pad(x, pads, constant_values=value)
+
+
+def pad_a(a_codes, pos, rows: int, cols: int):
+    """A codes and positions (..., M, Kc) padded to (..., rows, cols): zero values, and
+    padding groups at positions (2, 3) (hipSPARSELt's default metadata)."""
+    a_codes = pad_to(a_codes, {-2: rows, -1: cols})
+    if pos.shape[-2:] == (rows, cols):
+        return a_codes, pos
+    fill = jnp.tile(jnp.asarray([2, 3], pos.dtype), cols // 2)
+    inside = (jnp.arange(rows)[:, None] < pos.shape[-2]) & (jnp.arange(cols)[None, :] < pos.shape[-1])
+    return a_codes, jnp.where(inside, pad_to(pos, {-2: rows, -1: cols}), fill)
+
+
+def pad_codes(ops: Codes, rows: int, cols: int, depth: int):
+    """The operands of ``ops`` zero-padded to M = rows, N = cols, dense K = depth (C None
+    becomes zeros) and broadcast to the batch shape: (a, pos, b, c) int32 arrays."""
+    a, pos = pad_a(jnp.asarray(ops.a), jnp.asarray(ops.pos), rows, depth // 2)
+    b = pad_to(jnp.asarray(ops.b), {-2: depth, -1: cols})
+    c = jnp.zeros((rows, cols), jnp.int32) if ops.c is None else pad_to(jnp.asarray(ops.c), {-2: rows, -1: cols})
+    return tuple(jnp.broadcast_to(x, ops.batch + x.shape[-2:]) for x in (a, pos, b, c))
