@@ -1,0 +1,59 @@
+"""The element-type registry (jwmma.isa.types) against the specs: every type of the table is
+registered once, with the widths, formats and integer ranges BUILTINS.md section 1 and
+NUMERICS.md section 3 give (the oracle's own statement of them), and the register dtypes of
+API.md section 1."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import jwmma
+from jwmma.isa.types import TYPES, element_type
+from oracles import formats as F
+from oracles.reference import ELEM_BITS, TABLE
+
+#: BUILTINS.md section 1 / 2.1 / 4.1: integer element ranges (iu: either signedness)
+RANGES = {"iu8": (-128, 255), "i8": (-128, 127), "iu4": (-8, 15), "i32": (-(2**31), 2**31 - 1)}
+
+
+def test_every_table_type_is_registered():
+    used = {t for row in TABLE.values() for t in row[3:6]}
+    assert used == set(TYPES)
+    for spec in jwmma.BUILTINS.values():
+        for which in "abc":
+            t = element_type(getattr(spec, f"{which}_type"))
+            assert getattr(spec, which).elem_bits == t.bits
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_facts_agree_with_the_specs(name):
+    t = element_type(name)
+    if name in ELEM_BITS:
+        assert t.bits == ELEM_BITS[name]
+    if t.is_float:
+        ref = F.FMTS[name]
+        fmt = t.format
+        assert (fmt.ebits, fmt.mbits, fmt.bias, fmt.bits) == (ref.ebits, ref.mbits, ref.bias, ref.bits)
+        assert fmt.qnan == F.qnan(ref) and fmt.dtype == np.dtype(ref.dtype)
+        assert t.value_dtype() == np.dtype(ref.dtype)
+    else:
+        assert t.range == RANGES[name]
+        assert t.int_format(True).signed and t.int_format(True).lo == RANGES[name][0]
+        if name.startswith("iu"):
+            assert not t.int_format(False).signed and t.int_format(False).hi == RANGES[name][1]
+    assert t.accumulator == (name in ("f32", "f16", "bf16", "i32"))
+
+
+def test_register_dtypes_follow_api_md():
+    """RDNA4 bf16 is `short` (int16, bfloat16 also accepted); CDNA4 __bf16 is bfloat16
+    (int16/uint16 also accepted); 8/4-bit data are int32 words."""
+    r4 = jwmma.BUILTINS["swmmac_f32_16x16x32_bf16_w32"].a.storage
+    c4 = jwmma.BUILTINS["smfmac_f32_16x16x64_bf16"].a.storage
+    assert r4.dtype == np.int16 and r4.accepts(ml_dtypes.bfloat16) and r4.hip == "short"
+    assert c4.dtype == ml_dtypes.bfloat16 and c4.accepts(np.int16) and c4.accepts(np.uint16) and c4.hip == "bf16"
+    packed = jwmma.BUILTINS["smfmac_f32_16x16x128_fp8_fp8"].a.storage
+    assert packed.dtype == np.int32 and packed.accepts(np.uint32) and not packed.accepts(np.float32)
+    assert not jwmma.BUILTINS["swmmac_f32_16x16x32_f16_w32"].a.storage.accepts(np.int16)
+    with pytest.raises(ValueError, match="unknown element type"):
+        element_type("fp6")
