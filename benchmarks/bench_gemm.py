@@ -6,6 +6,9 @@ when installed). Throughput counts emulated multiply-adds = compressed products
 = M * N * K / 2. Times are the median of --repeat runs after one compiling run.
 
     python benchmarks/bench_gemm.py --sizes 1024 --k 2048 --configs fp8:cdna3 f16:gfx12_dot4
+    python benchmarks/bench_gemm.py --sizes 8192 --options tile_n=16,group_dots=0    # execution choices
+
+``--options`` takes `jwmma.Options` fields (ints, 0/1 for booleans); the bits never change.
 """
 from __future__ import annotations
 
@@ -84,6 +87,23 @@ def mmasim_rate(builtin, model, m, n, k, budget_s=60.0):
     return done / (time.perf_counter() - t0)
 
 
+def parse_options(text):
+    """'tile_n=16,group_dots=0' -> jwmma.Options(tile_n=16, group_dots=False) (None: no text)."""
+    if not text:
+        return None
+    fields = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key in ("group_dots", "float_alignment"):
+            fields[key] = value.strip() not in ("0", "false", "False")
+        elif key in ("backend", "platform"):
+            fields[key] = value.strip()
+        else:
+            fields[key] = int(value)
+    return jwmma.Options(**fields)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[512], help="M = N values")
@@ -93,7 +113,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mmasim", action="store_true", help="also time MMA-Sim (CPU, slow)")
     ap.add_argument("--json", default=None, help="write the rows as JSON here")
+    ap.add_argument("--options", default=None, help="jwmma.Options fields, e.g. tile_n=16,group_dots=0")
     args = ap.parse_args(argv)
+    gemm_kw = {} if args.options is None else {"options": parse_options(args.options)}
 
     dev = jax.devices()[0]
     print(f"# device: {dev.platform} {dev.device_kind}; jax {jax.__version__}; {platform.processor() or platform.machine()}; "
@@ -112,7 +134,7 @@ def main(argv=None):
             builtin = BUILTIN[fmt]
             a, b = operands(builtin, m, n, k, 0)
             for path in args.paths:
-                t = timed(lambda: jwmma.gemm(a, b, builtin=builtin, model=model, path=path), args.repeat)
+                t = timed(lambda: jwmma.gemm(a, b, builtin=builtin, model=model, path=path, **gemm_kw), args.repeat)
                 macs = m * n * k / 2
                 row = dict(builtin=builtin, model=model, path=path, m=m, n=n, k=k, seconds=t,
                            macs_per_s=macs / t, dot_seconds=t_dot, slowdown_vs_dot=t / t_dot)
