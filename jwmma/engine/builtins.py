@@ -25,10 +25,9 @@ __all__ = ["call", "make", "run_registers", "FUNCTIONS", *BUILTINS]
 
 
 # ------------------------------------------------------------------------------ the kernel
-def run_registers(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=True, b_signed=True,
-                  clamp=False):
-    """One builtin call on validated, broadcast registers, traced as it is (no jit of its own:
-    `call` jits it; the GEMM register path calls it inside its own kernel).
+def _registers(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=True, b_signed=True,
+               clamp=False):
+    """One builtin call on validated, broadcast registers (jitted as `run_registers`).
 
     Args:
         spec: the builtin; model: a resolved `Model`; a, b, c: registers (*batch, lanes, n);
@@ -37,17 +36,20 @@ def run_registers(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_
     Returns:
         D registers of c's shape and dtype.
     """
-    a_mat = fragments.lanes_to_matrix(spec.a_layout, (spec.m, spec.kc), fragments.regs_to_codes(spec.a, a))
-    b_mat = fragments.lanes_to_matrix(spec.b_layout, (spec.k, spec.n), fragments.regs_to_codes(spec.b, b))
-    c_mat = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), fragments.regs_to_codes(spec.c, c))
+    a_lane, b_lane = fragments.regs_to_codes(spec.a, a), fragments.regs_to_codes(spec.b, b)
+    a_mat = fragments.lanes_to_matrix(spec.a_layout, (spec.m, spec.kc), a_lane)
+    b_mat = fragments.lanes_to_matrix(spec.b_layout, (spec.k, spec.n), b_lane)
     pos = fragments.positions(spec, idx, s)
+    c_mat = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), fragments.regs_to_codes(spec.c, c))
     d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
              clamp=clamp)
     return fragments.codes_to_regs(spec.c, fragments.matrix_to_lanes(spec.c_layout, d.astype(jnp.int32)),
                                    c.dtype)
 
 
-_run = jax.jit(run_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp"))
+#: the jitted kernel of every builtin call (also issued per K step by the GEMM register path)
+run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed",
+                                                     "clamp"))
 
 
 def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
@@ -73,7 +75,8 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     if check:
         report_violations(spec, idx, s)
     with x64_scope():
-        return _run(spec, m, a, b, c, idx, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+        return run_registers(spec, m, a, b, c, idx, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
+                             clamp=clamp)
 
 
 # ------------------------------------------------------------------------ the functions

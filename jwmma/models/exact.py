@@ -125,8 +125,10 @@ class Exact(Model):
 
     def instruction(self, ctx: Context, a, pos, b, c, select, options):
         """`Model.instruction` with the special-value work skipped when no operand is NaN/Inf."""
+        a_col = as_column(a)  # once, outside the branches (XLA fuses the branches better)
+
         def per_product(specials):
-            return self.accumulate(as_column(a), select(b, pos), c, ctx, options, product_specials=specials)
+            return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
 
         return specials_shortcut(ctx, a, b, per_product)
 

@@ -134,8 +134,10 @@ class FusedGroups(Model):
         """`Model.instruction`: the special-value work only when some operand is NaN/Inf; for finite
         8-bit operands the group sums as matrix products when ``options.group_dots`` (falling
         back per product where a group fails the window test): the same bits either way."""
+        a_col = as_column(a)  # once, outside the branches (XLA fuses the branches better)
+
         def per_product(specials):
-            return self.accumulate(as_column(a), select(b, pos), c, ctx, options, product_specials=specials)
+            return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
 
         finite = None
         if self.dots_apply(ctx, options, a.sig.shape, b.sig.shape):

@@ -152,9 +152,9 @@ def register_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b
 def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, s):
     a_s, p_s = _steps_a(a_codes, pos, spec.kc)
     b_s = _steps_b(b_codes, spec.k)
-    c_regs = fragments.codes_to_regs(spec.c, fragments.matrix_to_lanes(spec.c_layout, tiles(c, spec.m, spec.n)))
+    c_lanes = fragments.matrix_to_lanes(spec.c_layout, tiles(c, spec.m, spec.n))  # (..., TM, TN, lanes, nc) codes
 
-    def body(c_regs, x):
+    def body(c_lanes, x):
         a, p, b = x
         # fragments of every tile, as a kernel's loaders would build them
         a_t = tiles(a, spec.m, spec.kc)[..., :, 0:1, :, :]  # (..., TM, 1, m, kc)
@@ -163,10 +163,9 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
         a_regs = fragments.codes_to_regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, a_t))
         b_regs = fragments.codes_to_regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, b_t))
         idx = fragments.index_words(spec, p_t, s)
-        d = run_registers(spec, model, a_regs, b_regs, c_regs, idx, s=s, options=options, a_signed=a_signed,
-                          b_signed=b_signed, clamp=clamp)
-        return d, None
+        d = run_registers(spec, model, a_regs, b_regs, fragments.codes_to_regs(spec.c, c_lanes), idx, s=s,
+                          options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+        return fragments.regs_to_codes(spec.c, d), None
 
-    c_regs = lax.scan(body, c_regs, (a_s, p_s, b_s))[0]
-    c_t = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), fragments.regs_to_codes(spec.c, c_regs))
-    return untile(c_t)
+    c_lanes = lax.scan(body, c_lanes, (a_s, p_s, b_s))[0]
+    return untile(fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), c_lanes))
