@@ -9,7 +9,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from ..tiled.plan import ROLE_RE
+from ..tiled.plan import ROLE_RE, per_process
 
 __all__ = ["add_device_args", "parse_mesh", "mesh_from_args"]
 
@@ -19,13 +19,14 @@ def add_device_args(parser):
     ``jwmma study``)."""
     parser.add_argument(
         "--devices", default="all", metavar="N",
-        help="devices to spread each GEMM over: a number or 'all' (default: all of jax.devices(); "
+        help="devices to spread each GEMM over: a number, 'all' or 'local' (default: all of "
+        "jax.devices(), every process's in a multi-process job; local: this process's only; "
         "1 = no distribution); the layout (batch x M x N splits) is chosen per problem",
     )
     parser.add_argument(
         "--mesh", default=None, metavar="ROLE=SIZE,...",
         help="explicit layout instead, e.g. m=2,n=4 or batch=2,m=4 (uses the first "
-        "product-of-sizes devices); roles: batch, batch<i>, m, n",
+        "product-of-sizes devices, the same number from each process); roles: batch, batch<i>, m, n",
     )
     return parser
 
@@ -62,18 +63,22 @@ def mesh_from_args(args) -> dict:
             raise ValueError(f"--mesh {mesh_text} needs {used} devices, only {len(avail)} are available")
         if used == 1:
             return {}
-        return {"mesh": Mesh(np.array(avail[:used], dtype=object).reshape([s for _, s in layout]),
+        return {"mesh": Mesh(np.array(per_process(avail, used), dtype=object).reshape([s for _, s in layout]),
                              tuple(r for r, _ in layout))}
     text = getattr(args, "devices", "all")
+    if text is not None and str(text).lower() == "local":
+        return {"devices": "local"} if jax.local_device_count() > 1 else {}
     if text is None or str(text).lower() == "all":
         n = len(avail)
     else:
         try:
             n = int(text)
         except ValueError:
-            raise ValueError(f"--devices takes a number or 'all', got {text!r}") from None
+            raise ValueError(f"--devices takes a number or 'all' (or 'local'), got {text!r}") from None
         if n < 1:
             raise ValueError(f"--devices must be >= 1, got {n}")
         if n > len(avail):
             raise ValueError(f"--devices {n}: only {len(avail)} {jax.default_backend()} device(s) are available")
+    if n > 1:
+        per_process(avail, n)  # raises now when n does not spread over the processes
     return {} if n == 1 else {"devices": n}

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .validation import as_array, is_concrete
+from .validation import as_array, first_violation, is_concrete
 
 __all__ = ["prune_2_4", "compress_2_4", "decompress_2_4"]
 
@@ -89,24 +89,27 @@ def compress_2_4(a24):
 
 
 def _check_2_4(count, what):
-    def describe(count):
-        bad = np.argwhere(np.asarray(count) > 2)
-        first = tuple(int(i) for i in bad[0])
+    def describe(n_bad, first, value):
         *row, group = first
         return (
             f"{what} is not 2:4 sparse: row {tuple(row) if len(row) != 1 else row[0]} group {group} "
-            f"(elements {4 * group}..{4 * group + 3}) has {int(np.asarray(count)[first])} non-zeros "
-            f"({len(bad)} such group(s)); prune it first (jwmma.prune_2_4)"
+            f"(elements {4 * group}..{4 * group + 3}) has {int(value)} non-zeros "
+            f"({n_bad} such group(s)); prune it first (jwmma.prune_2_4)"
         )
 
     if is_concrete(count):
-        if np.asarray(count).max(initial=0) > 2:
-            raise ValueError(describe(count))
+        # a device-side summary for jax Arrays: scalars come back, never the array, so this
+        # also works on a global array spanning several processes (the same error on each)
+        got = first_violation(count > 2, count)
+        if got is not None:
+            raise ValueError(describe(*got))
         return
 
     def cb(count):
-        if np.asarray(count).max(initial=0) > 2:
-            raise ValueError(describe(count))
+        count = np.asarray(count)
+        got = first_violation(count > 2, count)
+        if got is not None:
+            raise ValueError(describe(*got))
 
     jax.debug.callback(cb, count)
 
@@ -128,14 +131,16 @@ def decompress_2_4(values, pos):
         raise ValueError(f"values must have an even last axis (K/2), got shape {tuple(values.shape)}")
     if not jnp.issubdtype(pos.dtype, jnp.integer):
         raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
-    if is_concrete(pos):
-        p = np.asarray(pos)
-        if p.size and (p.min() < 0 or p.max() > 3):
-            raise ValueError(f"pos must hold values in [0, 3], got values in [{p.min()}, {p.max()}]")
-        pr = p.reshape(*p.shape[:-1], -1, 2)
-        if (pr[..., 0] == pr[..., 1]).any():
-            first = tuple(int(i) for i in np.argwhere(pr[..., 0] == pr[..., 1])[0])
-            raise ValueError(f"pos selects the same position twice in group {first}")
+    if is_concrete(pos) and pos.size:
+        # jnp on jax Arrays (scalars come back: global arrays work), numpy otherwise
+        xp = jnp if isinstance(pos, jax.Array) else np
+        lo, hi = int(xp.min(pos)), int(xp.max(pos))
+        if lo < 0 or hi > 3:
+            raise ValueError(f"pos must hold values in [0, 3], got values in [{lo}, {hi}]")
+        pr = pos.reshape(*pos.shape[:-1], -1, 2)
+        got = first_violation(pr[..., 0] == pr[..., 1], pr[..., 0])
+        if got is not None:
+            raise ValueError(f"pos selects the same position twice in group {got[1]}")
     v = values.reshape(*values.shape[:-1], -1, 2)
     p = pos.reshape(v.shape)
     idx = jnp.arange(4)

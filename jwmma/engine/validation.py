@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["is_concrete", "as_array", "check_last_dims", "check_range", "check_static_int", "check_static_bool",
-           "broadcast_batch"]
+           "broadcast_batch", "first_violation"]
 
 
 try:
@@ -39,13 +39,44 @@ def check_last_dims(x, want: tuple, what: str, form: str):
         )
 
 
+@jax.jit
+def _violation_summary(bad, values):
+    """(number of True in ``bad``, flat index of the first, ``values`` there): three
+    replicated scalars, so every process of a multi-process job gets the same answer."""
+    flat = bad.reshape(-1)
+    first = jnp.argmax(flat)
+    return jnp.sum(flat, dtype=jnp.int32), first, values.reshape(-1)[first]
+
+
+def first_violation(bad, values):
+    """(count, first index tuple, value there) of the True entries of ``bad`` (same shape as
+    ``values``), or None when there are none. For a `jax.Array` only scalars come back,
+    never the array: this also works for a global array spanning several processes (which
+    cannot be read back whole) and gives the same answer on every process."""
+    if isinstance(bad, jax.Array):
+        count, first, value = _violation_summary(bad, jnp.asarray(values))
+        if int(count) == 0:
+            return None
+        return int(count), tuple(int(i) for i in np.unravel_index(int(first), bad.shape)), value.item()
+    bad = np.asarray(bad)
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    return int(bad.sum()), where, np.asarray(values)[where]
+
+
 def check_range(x, lo: int, hi: int, what: str):
     """Raise if concrete integer values fall outside [lo, hi]; traced values are not checked."""
     if not is_concrete(x) or x.size == 0:
         return
-    if isinstance(x, jax.Array):  # two scalars come back, not the whole array
+    if isinstance(x, jax.Array):  # scalars come back, not the whole array (global arrays too)
         if lo <= int(jnp.min(x)) and int(jnp.max(x)) <= hi:
             return
+        count, where, value = first_violation((x < lo) | (x > hi), x)
+        raise ValueError(
+            f"{what} must hold values in [{lo}, {hi}]; {what}[{', '.join(map(str, where))}] = "
+            f"{value} ({count} value(s) out of range)"
+        )
     v = np.asarray(x)
     bad = (v < lo) | (v > hi)
     if bad.any():

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import models
 from ..engine import fragments
@@ -20,12 +22,13 @@ from ..engine.step import context
 from ..engine.validation import check_static_bool
 from ..isa.table import lookup
 from ..numerics.rounding import x64_scope
-from . import operands, paths, plan, sharding
+from ..version import __version__
+from . import operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
 from .sharding import Plan
 
 __all__ = ["gemm", "emulate_padded", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
-           "plan", "sharding"]
+           "plan", "processes", "sharding"]
 
 PATHS = ("matrix", "registers")
 
@@ -48,6 +51,18 @@ def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=N
     with x64_scope():
         d = kernel(a_codes, pos, b_codes, c_codes)
     return d if shape is None else d[..., : shape[0], : shape[1]]
+
+
+def _call_description(spec, model, path, prune, modifiers, s, opts, a, b, c, dist) -> dict:
+    """Everything a GEMM over a mesh spanning processes must agree on across them: the static
+    arguments and options (they key the compiled program), the operands (shape, dtype,
+    sharding; a digest of host data), the plan and the versions."""
+    return dict(
+        builtin=spec.name, model=repr(model), path=path, prune=prune, modifiers=list(modifiers), index_offset=s,
+        options=repr(opts), a=processes.describe_array(a), b=processes.describe_array(b),
+        c=processes.describe_array(c), plan=dist.static_description(),
+        versions=dict(jwmma=__version__, jax=jax.__version__, numpy=np.__version__),
+    )
 
 
 def gemm(
@@ -104,6 +119,15 @@ def gemm(
     Returns:
         (*batch, M, N) in the accumulator's dtype; sharded (never gathered) when spread over
         devices.
+
+    Several processes (`jax.distributed`; README "Several machines"): ``devices='all'`` and
+    meshes may span every process's devices; inputs are then global arrays
+    (`jax.make_array_from_callback` / `jax.make_array_from_process_local_data`) or host data
+    that every process holds alike; D is a global array (read it through
+    ``d.addressable_shards`` or `jax.experimental.multihost_utils.process_allgather`). Every
+    process must make the same call: shapes, options, plan and host-data digests are compared
+    first (`jwmma.tiled.processes.agree`), and a mismatch raises ValueError on every process.
+    ``devices='local'`` uses this process's devices only (independent work per process).
     """
     spec = lookup(builtin)
     if path not in PATHS:
@@ -114,6 +138,9 @@ def gemm(
     m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
     dist = plan_gemm(spec, a, b, c, mesh=mesh, mesh_axes=mesh_axes, devices=devices)
+    if dist is not None and dist.spans_processes:  # before any collective on data
+        processes.agree(_call_description(spec, m_obj, path, prune, (a_signed, b_signed, clamp), s, opts, a, b, c,
+                                          dist), f"jwmma.gemm({spec.name})")
     if dist is not None:  # each device receives only its shard; preparation runs sharded
         a, b, c = dist.place(a, b, c)
 

@@ -44,7 +44,7 @@ from jax.sharding import PartitionSpec as P
 from ..engine.validation import is_concrete
 from .sharding import Plan, auto_axes
 
-__all__ = ["plan_gemm", "auto_layout", "auto_mesh", "ROLE_RE"]
+__all__ = ["plan_gemm", "auto_layout", "auto_mesh", "per_process", "ROLE_RE"]
 
 ROLE_RE = re.compile(r"^(m|n|batch(\d*))$")
 
@@ -103,14 +103,41 @@ def _named_sharding(x):
     return None
 
 
+def per_process(avail, n: int):
+    """The first n // P devices of each of the P processes of ``avail`` (process-major), so
+    that a mesh built from them splits its first axis across hosts and the rest within one;
+    ``avail[:n]`` for one process. ValueError when n does not spread evenly."""
+    procs = sorted({d.process_index for d in avail})
+    if len(procs) == 1:
+        return list(avail[:n])
+    if n % len(procs):
+        raise ValueError(
+            f"devices={n} does not spread evenly over the {len(procs)} processes of this job "
+            f"({len(avail)} devices in all); use a multiple of {len(procs)}, 'all', or 'local' "
+            f"(this process's {jax.local_device_count()} devices only)")
+    per = n // len(procs)
+    out = []
+    for p in procs:
+        mine = [d for d in avail if d.process_index == p]
+        if per > len(mine):
+            raise ValueError(f"devices={n} needs {per} devices on each process, process {p} has {len(mine)}")
+        out += mine[:per]
+    return out
+
+
+_DEVICES_TYPE = "devices must be an int, 'all', 'local' or a sequence of jax devices"
+
+
 def _resolve_devices(devices):
-    avail = jax.devices()
+    avail = jax.devices()  # every process's devices in a multi-process job
     if isinstance(devices, str):
+        if devices == "local":  # this process's devices only: no cross-host work
+            return list(jax.local_devices())
         if devices != "all":
-            raise ValueError(f"devices must be an int, 'all' or a sequence of jax devices, got {devices!r}")
+            raise ValueError(f"{_DEVICES_TYPE}, got {devices!r}")
         return list(avail)
     if isinstance(devices, (bool, np.bool_)):
-        raise TypeError(f"devices must be an int, 'all' or a sequence of jax devices, got {devices!r}")
+        raise TypeError(f"{_DEVICES_TYPE}, got {devices!r}")
     if isinstance(devices, (int, np.integer)):
         n = int(devices)
         if n < 1:
@@ -120,11 +147,11 @@ def _resolve_devices(devices):
                 f"devices={n} but only {len(avail)} {jax.default_backend()} device(s) are available "
                 f"(on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX starts)"
             )
-        return list(avail[:n])
+        return per_process(avail, n)
     try:
         devs = list(devices)
     except TypeError:
-        raise TypeError(f"devices must be an int, 'all' or a sequence of jax devices, got {devices!r}") from None
+        raise TypeError(f"{_DEVICES_TYPE}, got {devices!r}") from None
     if not devs or not all(isinstance(d, jax.Device) for d in devs):
         raise TypeError(f"devices given as a sequence must hold jax devices, got {devices!r}")
     if len(set(devs)) != len(devs):
@@ -162,7 +189,13 @@ def auto_mesh(devices, batch_shape, m: int, n: int, tile=(16, 16)):
     if not axes:
         return None
     used = math.prod(d for _, d in axes)
-    mesh = Mesh(np.array(devices[:used], dtype=object).reshape([d for _, d in axes]), tuple(nm for nm, _ in axes))
+    chosen = list(devices[:used])
+    if len({d.process_index for d in devices}) > 1:
+        try:  # a subset over several processes: the same number from each
+            chosen = per_process(devices, used)
+        except ValueError:
+            pass
+    mesh = Mesh(np.array(chosen, dtype=object).reshape([d for _, d in axes]), tuple(nm for nm, _ in axes))
     return mesh, {nm: (nm,) for nm, _ in axes}
 
 

@@ -121,6 +121,18 @@ class Plan:
         roles += [f"{r}<-{'x'.join(ax)}" for r, ax in (("M", self.m), ("N", self.n)) if ax]
         return f"mesh ({mesh}), {', '.join(roles) or 'no split'}"
 
+    def static_description(self) -> dict:
+        """The plan as plain data (mesh shape, device ids, roles, shapes), for the
+        cross-process agreement check (`jwmma.tiled.processes.agree`)."""
+        return dict(mesh=dict(self.mesh.shape), devices=[d.id for d in self.mesh.devices.flat],
+                    batch=[list(ax) for ax in self.batch], m=list(self.m), n=list(self.n),
+                    batch_shape=list(self.batch_shape), shape=list(self.shape), tile=list(self.tile))
+
+    @property
+    def spans_processes(self) -> bool:
+        """True when the mesh holds devices of several processes (multi-controller JAX)."""
+        return len({d.process_index for d in self.mesh.devices.flat}) > 1
+
     # placement of the user's operands, before they are prepared
     def _input_spec(self, shape, kind: str):
         """Spec of a raw operand of ``shape``; kind 'a' (*b, M, K), 'b' (*b, K, N), 'c' (*b, M, N).
@@ -146,7 +158,9 @@ class Plan:
         sh = NamedSharding(self.mesh, self._input_spec(tuple(x.shape), kind))
         if not is_concrete(x):
             return jax.lax.with_sharding_constraint(x, sh)
-        return jax.device_put(x, sh)
+        if sh.is_fully_addressable:
+            return jax.device_put(x, sh)
+        return _put_across_processes(x, sh, kind)
 
     def place(self, a, b, c):
         """The user's a (or (values, positions)), b, c placed on the mesh: each device receives
@@ -170,6 +184,29 @@ class Plan:
         with x64_scope():
             fn = _compiled(_kernel_key(kernel), kernel, self, shape)
             return fn(a_codes, pos, b_codes, c_codes)
+
+
+def _put_across_processes(x, sh: NamedSharding, kind: str):
+    """``x`` placed with a sharding that spans several processes (multi-controller JAX).
+
+    * a global array (not fully addressable): resharded by `jax.device_put`, which needs the
+      same device set (a mesh over other devices raises, naming both);
+    * host data (numpy) or a process-local jax.Array: every process holds the whole operand
+      and builds only its own shards from it (`jax.make_array_from_callback`). `jax.device_put`
+      would instead gather the whole array from every process to check that they are equal
+      (P copies of the operand through the network, on every call); `jwmma.gemm` compares a
+      digest instead (`processes.agree`)."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        if x.sharding.device_set != sh.device_set:
+            raise ValueError(
+                f"{kind} is a global array over devices {sorted(d.id for d in x.sharding.device_set)}, "
+                f"but the GEMM runs on mesh {dict(sh.mesh.shape)} over devices "
+                f"{sorted(d.id for d in sh.device_set)}; JAX reshards across processes only within one "
+                f"device set: build {kind} on the GEMM's mesh (jax.make_array_from_callback with its "
+                f"NamedSharding), or pass mesh={kind}.sharding.mesh")
+        return jax.device_put(x, sh)
+    host = np.asarray(x)  # a process-local array is copied to the host once
+    return jax.make_array_from_callback(host.shape, sh, lambda idx: host[idx])
 
 
 @functools.lru_cache(maxsize=64)
