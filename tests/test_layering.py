@@ -123,11 +123,17 @@ def test_isa_is_numpy_only():
     assert not bad, "\n".join(bad)
 
 
+#: the one module that may read the environment: the CLI's start-up of a multi-process job
+#: (JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID, SLURM detection), once,
+#: before anything is traced (issue #15)
+ENV_READERS = {PKG / "cli" / "processes.py"}
+
+
 @pytest.mark.parametrize("word", ["os.environ", "os.getenv", "environ.get", "getenv("])
 def test_no_environment_reads(word):
     """Execution choices are `jwmma.Options` values passed as static arguments, never
     environment variables read while tracing."""
-    hits = [f"{p.relative_to(ROOT)}:{i}" for p in PKG.rglob("*.py")
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in PKG.rglob("*.py") if p not in ENV_READERS
             for i, line in enumerate(p.read_text().splitlines(), 1) if word in line]
     assert not hits, hits
 

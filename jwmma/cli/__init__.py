@@ -11,10 +11,11 @@ import os
 import sys
 
 from ..version import __version__
-from . import demo, devices, gemm, layout, listing, study
+from . import demo, devices, gemm, layout, listing, processes, study
 from .common import CliError
 
-__all__ = ["main", "build_parser", "CliError", "COMMANDS", "demo", "devices", "gemm", "layout", "listing", "study"]
+__all__ = ["main", "build_parser", "CliError", "COMMANDS", "demo", "devices", "gemm", "layout", "listing", "processes",
+           "study"]
 
 #: the subcommand modules, in the order `jwmma --help` lists them
 COMMANDS = (listing, layout, demo, study, gemm)

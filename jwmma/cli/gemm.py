@@ -29,6 +29,7 @@ from ..study.measures import metrics
 from ..tiled import gemm
 from .common import CliError, models_of
 from .devices import add_device_args, mesh_from_args
+from .processes import add_process_args, init_from_args, leave
 
 __all__ = ["int_operands", "int_reference", "run", "print_table", "cmd_gemm", "add"]
 
@@ -117,7 +118,7 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         if bar is not None:
             bar.close()
         seconds = time.perf_counter() - t0
-        d = np.asarray(c)
+        d = _host(c)
         macs = m * n * (k / 2) * max(1, int(np.prod(batch)))
         n_chunks = -(-n_steps // chunk)
         if n_chunks > 1:  # the chunks after the first ran compiled
@@ -136,6 +137,16 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
             row.update(metrics(d, ref))
         results.append(row)
     return results
+
+
+def _host(d) -> np.ndarray:
+    """D as a numpy array on this host; a global array over several processes is gathered
+    (every process holds the operands and the reference already in this command)."""
+    if isinstance(d, jax.Array) and not d.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(d, tiled=True))
+    return np.asarray(d)
 
 
 def _hist_line(h: dict) -> str:
@@ -175,7 +186,16 @@ def print_table(rows, out=None):
 
 
 def cmd_gemm(args) -> int:
-    """``jwmma gemm``: one GEMM under several models, a table or JSON."""
+    """``jwmma gemm``: one GEMM under several models, a table or JSON (over every process's
+    devices in a multi-process job, printed by process 0)."""
+    init_from_args(args)  # a jax.distributed job: before any other JAX call
+    try:
+        return _cmd_gemm(args)
+    finally:
+        leave()
+
+
+def _cmd_gemm(args) -> int:
     fmt = study_data.FORMAT_ALIASES.get(args.format, args.format)
     if not args.builtin and fmt not in study_data.FORMATS:
         raise CliError(f"unknown --format {args.format!r}; valid: {', '.join(study_data.FORMATS)} (or --builtin NAME)")
@@ -195,6 +215,8 @@ def cmd_gemm(args) -> int:
                    clamp=args.clamp, distribute=distribute, progress=not args.no_progress)
     except (ValueError, TypeError) as e:
         raise CliError(str(e)) from None
+    if jax.process_index() != 0:
+        return 0  # process 0 prints
     if args.json:
         json.dump(rows, sys.stdout, indent=1, default=float)
         print()
@@ -223,6 +245,7 @@ def add(sub):
     p.add_argument("--path", default="matrix", choices=("matrix", "registers"))
     p.add_argument("--clamp", action="store_true", help="integer builtins: saturate")
     add_device_args(p)
+    add_process_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_gemm)

@@ -2,17 +2,22 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
+import jax
+
 from ..models.parse import parse_model, split_list
 from ..study.data import DISTRIBUTIONS, SCALINGS
-from ..study.store import json_default
+from ..study.share import resolve_share
+from ..study.store import json_default, merge
 from ..study.sweep import DEFAULT_KS, DEFAULT_M, DEFAULT_MODELS, DEFAULT_N, DEFAULT_SEEDS, run
 from .common import CliError, many
 from .devices import add_device_args, mesh_from_args
+from .processes import add_process_args, init_from_args, leave
 
-__all__ = ["parse_ks", "parse_size", "cmd_study", "add"]
+__all__ = ["parse_ks", "parse_size", "parse_share", "cmd_study", "add"]
 
 
 def parse_ks(text: str) -> list[int]:
@@ -42,8 +47,54 @@ def parse_size(text: str) -> tuple[int, int]:
     raise ValueError(f"--size takes M or MxN, got {text!r}")
 
 
+def parse_share(text: str) -> tuple[int, int]:
+    """'0/4' -> (0, 4): share INDEX of COUNT (ValueError otherwise)."""
+    mt = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+    if not mt:
+        raise ValueError(f"--share takes INDEX/COUNT, e.g. 0/4, got {text!r}")
+    return resolve_share((int(mt.group(1)), int(mt.group(2))))
+
+
+def _local_device_kw(args) -> dict:
+    """--devices / --mesh in a sweep over several processes: this process's devices."""
+    if getattr(args, "mesh", None):
+        raise ValueError("--mesh is not for sweeps over several processes (each point runs on one process's "
+                         "devices); use --devices N (per process)")
+    text = str(getattr(args, "devices", "all") or "all").lower()
+    if text in ("all", "local"):
+        return {"devices": "local"} if jax.local_device_count() > 1 else {}
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"--devices takes a number or 'all' (or 'local'), got {text!r}") from None
+    if not 1 <= n <= jax.local_device_count():
+        raise ValueError(f"--devices {n}: each process has {jax.local_device_count()} device(s)")
+    return {} if n == 1 else {"devices": n}
+
+
 def cmd_study(args) -> int:
-    """``jwmma study``: run the sweep, print the table (or JSON)."""
+    """``jwmma study``: run the sweep (or this process's share of it), print the table (or JSON)."""
+    try:
+        share = parse_share(args.share) if args.share else None
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    if share is None and not args.merge_only:  # a jax.distributed job: before any other JAX call
+        init_from_args(args, recoverable=True)  # survivors of a dead peer finish their points
+    try:
+        return _cmd_study(args, share)
+    finally:
+        leave()  # process 0 (the coordinator) last
+
+
+def _cmd_study(args, share) -> int:
+    if args.merge_only:
+        try:
+            st = merge(args.out, figures=not args.no_plots)
+        except (ValueError, OSError) as e:
+            raise CliError(str(e)) from None
+        print(st.table())
+        print(f"{len(st.points)} points merged into {args.out}/points.jsonl, points.csv, summary.csv, summary.json")
+        return 0
     try:
         ks = parse_ks(args.k) if args.k else list(DEFAULT_KS)
         m, n = parse_size(args.size)
@@ -53,6 +104,9 @@ def cmd_study(args) -> int:
         remedies = many(args.remedy, ("none",))
         if args.seeds < 1:
             raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+        several = share is not None or jax.process_count() > 1
+        # several processes: every point runs on this process's devices (--devices counts them)
+        gemm_kw = _local_device_kw(args) if several else mesh_from_args(args)
     except ValueError as e:
         raise CliError(str(e)) from None
     say = (lambda *a: None) if args.quiet else (lambda s: print(s, file=sys.stderr))
@@ -61,9 +115,11 @@ def cmd_study(args) -> int:
         st = run(ks, models, dists, formats, remedies, seeds=list(range(args.seed0, args.seed0 + args.seeds)),
                  m=m, n=n, scaling=args.scaling, out=args.out, resume=not args.fresh,
                  progress=not (args.no_progress or args.quiet), figures=not args.no_plots,
-                 path=args.path, log=say, gemm_kw=mesh_from_args(args))
+                 path=args.path, log=say, gemm_kw=gemm_kw, share=share, merge_timeout=args.merge_timeout)
     except (ValueError, TypeError) as e:
         raise CliError(str(e)) from None
+    if share is None and jax.process_index() != 0:
+        return 0  # process 0 prints the merged tables
     if args.json:
         print(json.dumps(st.summary, default=json_default))
     elif not args.quiet:
@@ -113,4 +169,13 @@ def add(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     add_device_args(p)  # --devices N|all, --mesh: every GEMM spread over devices
+    add_process_args(p)  # --coordinator, --num-processes, --process-id: points split over processes
+    p.add_argument("--share", metavar="I/N", default=None,
+                   help="compute share I of N of the points without a coordinator (e.g. job-array tasks); "
+                   "merge afterwards with --merge-only")
+    p.add_argument("--merge-only", action="store_true",
+                   help="only merge OUT's point files (every process's part) into the tables")
+    p.add_argument("--merge-timeout", type=float, default=None, metavar="S",
+                   help="how long process 0 waits for the others before merging what exists (default: "
+                   "as long as they live)")
     p.set_defaults(func=cmd_study)

@@ -1,19 +1,24 @@
-"""A study's results: the `Study` value and its directory of files (points.jsonl / points.csv
-appended as points finish, so that a rerun resumes; summary.csv / summary.json; config.json).
+"""A study's results: the `Study` value and its directory of files (points.jsonl appended as
+points finish, so that a rerun resumes; per-process part files of a sweep over several
+processes, `parts`; points.csv, summary.csv / summary.json and config.json derived from them).
+
+Nothing finished is ever rewritten in place: appends go to a file only its writer appends to
+(its torn tail cut first), whole files are replaced atomically (temporary file + rename), so
+a kill at any moment loses at most the points in flight.
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import plots
+from . import parts, plots
 from .stats import KEY, METRICS, SUMMARY_KEY, aggregate, format_table
 
-__all__ = ["POINT_COLUMNS", "SUMMARY_COLUMNS", "Study", "PointStore", "point_key", "write_csv", "read_points", "load"]
+__all__ = ["POINT_COLUMNS", "SUMMARY_COLUMNS", "Study", "PointStore", "point_key", "write_csv", "read_points", "load",
+           "read_all", "write_outputs", "merge", "wanted_by_config"]
 
 POINT_COLUMNS = KEY + ("steps",) + METRICS + ("ulp_hist", "seconds")
 SUMMARY_COLUMNS = SUMMARY_KEY + ("steps", "seeds") + tuple(
@@ -71,12 +76,9 @@ def _csv_value(v):
 
 
 def write_csv(path: str, rows: list[dict], columns) -> None:
-    """Rows as a CSV file with a header (dicts as compact JSON, floats exactly)."""
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for row in rows:
-            w.writerow([_csv_value(row.get(c)) for c in columns])
+    """Rows as a CSV file with a header (dicts as compact JSON, floats exactly), replaced
+    atomically."""
+    parts.write_csv_atomic(path, columns, ([_csv_value(row.get(c)) for c in columns] for row in rows))
 
 
 def read_points(path: str) -> list[dict]:
@@ -98,76 +100,143 @@ def read_points(path: str) -> list[dict]:
     return rows
 
 
+def read_all(out: str) -> dict:
+    """{key: row} of every point in ``out`` (points.jsonl and every process's part file);
+    ValueError when a key appears twice with different values (timing aside)."""
+    rows, conflicts = parts.read_rows(out, read_points, point_key)
+    if conflicts:
+        raise ValueError(f"{len(conflicts)} point(s) appear twice in {out} with different values, e.g. "
+                         f"{conflicts[0][0]} in {conflicts[0][1]}: the files come from different code or "
+                         f"settings; use another directory or --fresh")
+    return rows
+
+
 def load(out: str) -> Study:
-    """A study from a directory written by `run` (points.jsonl and config.json)."""
-    points = read_points(os.path.join(out, "points.jsonl"))
+    """A study from a directory written by `run` (points.jsonl, the part files of a sweep over
+    several processes, and config.json), points in canonical order."""
+    rows, _ = parts.read_rows(out, read_points, point_key)
     cfg_path = os.path.join(out, "config.json")
     config = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+    points = parts.canonical_order(rows.values(), config.get("models", ()))
     return Study(points, aggregate(points), config, out)
 
 
 _FILES = ("points.jsonl", "points.csv", "summary.csv", "summary.json", "config.json")
+_RUN_FIELDS = ("seconds", "computed_points", "missing_points", "unfinished_processes")
 
 
 class PointStore:
     """The points of a study so far, and (with a directory) the files that keep them.
 
-    ``PointStore(out, resume)``: with ``resume`` the points already in out/points.jsonl count as
-    done (a torn last line from an interrupted run is dropped); otherwise the files start
-    afresh. ``out=None`` keeps the points in memory only. `appending` opens the point files for
-    `add`; `finish` writes the summary and the configuration.
+    ``PointStore(out, index, count)``: process ``index`` of ``count`` (1: a one-process run).
+    `clear` starts afresh (``everything``: every process's files; else this one's part);
+    `read` takes every finished point of the directory as done; ``with store:`` opens this
+    process's file for `add` (``count`` > 1: parts/points-<index>.jsonl; else points.jsonl,
+    its torn tail cut, appended to, never rewritten). ``out=None`` keeps points in memory only.
     """
 
-    def __init__(self, out: str | None, resume: bool = True):
-        self.out = out
+    def __init__(self, out: str | None, index: int = 0, count: int = 1):
+        self.out, self.index, self.count = out, index, count
         self.done: dict = {}
-        self._files = None
-        if out is None:
+        self.added = 0
+        self._writer = None
+        if out is not None:
+            os.makedirs(out, exist_ok=True)
+            self.paths = {x: os.path.join(out, x) for x in _FILES}
+
+    def clear(self, everything: bool) -> None:
+        """Remove finished points: every file of the directory, or this process's part only."""
+        if self.out is None:
             return
-        os.makedirs(out, exist_ok=True)
-        self.paths = {x: os.path.join(out, x) for x in _FILES}
-        if resume:
-            for row in read_points(self.paths["points.jsonl"]):
-                self.done[point_key(row)] = row
+        if everything:
+            files = list(self.paths.values()) + parts.point_files(self.out) + parts.part_configs(self.out)
         else:
-            for p in self.paths.values():
-                if os.path.exists(p):
-                    os.remove(p)
-        # rewrite the JSONL from the parsed rows (drops a torn last line), then append
-        with open(self.paths["points.jsonl"], "w") as f:
-            for row in self.done.values():
-                f.write(json.dumps(row, default=json_default) + "\n")
-        write_csv(self.paths["points.csv"], list(self.done.values()), POINT_COLUMNS)
+            files = [parts.part_path(self.out, self.index), parts.part_config_path(self.out, self.index)]
+        for p in files:
+            if os.path.exists(p):
+                os.remove(p)
+
+    def read(self) -> None:
+        """Every finished point of the directory counts as done (`read_all`)."""
+        if self.out is not None:
+            self.done.update(read_all(self.out))
 
     def __enter__(self):
         if self.out is not None:
-            self._files = (open(self.paths["points.jsonl"], "a"), open(self.paths["points.csv"], "a", newline=""))
+            mine = parts.part_path(self.out, self.index) if self.count > 1 else self.paths["points.jsonl"]
+            self._writer = parts.PartWriter(mine, default=json_default)
         return self
 
     def __exit__(self, *exc):
-        if self._files is not None:
-            for f in self._files:
-                f.close()
-            self._files = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         return False
 
-    def add(self, row: dict) -> None:
-        """Record a finished point (appended to the files at once, inside ``with store:``)."""
-        self.done[point_key(row)] = row
-        if self._files is not None:
-            jsonl, csvf = self._files
-            jsonl.write(json.dumps(row, default=json_default) + "\n")
-            jsonl.flush()
-            csv.writer(csvf).writerow([_csv_value(row.get(c)) for c in POINT_COLUMNS])
-            csvf.flush()
+    def add(self, rows: list[dict]) -> None:
+        """Record finished points (appended and fsync'ed at once, inside ``with store:``)."""
+        for row in rows:
+            self.done[point_key(row)] = row
+        self.added += len(rows)
+        if self._writer is not None:
+            self._writer.write(rows)
 
-    def finish(self, summary: list[dict], config: dict) -> None:
-        """Write every point (rewritten in order), the summary and the configuration."""
-        if self.out is None:
-            return
-        write_csv(self.paths["points.csv"], list(self.done.values()), POINT_COLUMNS)
-        write_csv(self.paths["summary.csv"], summary, SUMMARY_COLUMNS)
-        with open(self.paths["summary.json"], "w") as f:
-            json.dump(summary, f, indent=1, default=json_default)
-        with open(self.paths["config.json"], "w") as f:
-            json.dump(config, f, indent=1)
+
+def write_outputs(out, rows: dict, wanted, config: dict, seconds: float = 0.0, computed: int = 0,
+                  figures: bool = False, log=None, unfinished=()) -> Study:
+    """The `Study` of the ``wanted`` keys of ``rows``; with ``out``, the merged tables of every
+    row (points.jsonl/csv in canonical order, replaced atomically), the summary, config.json
+    (with the run's ``seconds``, ``computed_points``, ``missing_points`` and
+    ``unfinished_processes``) and the figures."""
+    all_rows = parts.canonical_order(rows.values(), config.get("models", ()))
+    points = [r for r in all_rows if point_key(r) in wanted]
+    summary = aggregate(points)
+    study = Study(points, summary, config, out, seconds)
+    if out is None:
+        return study
+    parts.write_jsonl_atomic(os.path.join(out, "points.jsonl"), all_rows, default=json_default)
+    write_csv(os.path.join(out, "points.csv"), all_rows, POINT_COLUMNS)
+    write_csv(os.path.join(out, "summary.csv"), summary, SUMMARY_COLUMNS)
+    parts.write_json_atomic(os.path.join(out, "summary.json"), summary, default=json_default)
+    parts.write_json_atomic(os.path.join(out, "config.json"), dict(
+        config, seconds=seconds, computed_points=computed, missing_points=len(wanted) - len(points),
+        unfinished_processes=list(unfinished)))
+    if figures:
+        try:
+            written = study.figures(out)
+            if log:
+                log("figures: " + ", ".join(written))
+        except ImportError as e:
+            if log:
+                log(f"figures skipped: {e}")
+    return study
+
+
+def wanted_by_config(key: tuple, config: dict) -> bool:
+    """Whether the point ``key`` belongs to the sweep described by ``config`` (config.json)."""
+    r = dict(zip(KEY, key))
+    return (r["builtin"] in config["builtins"] and r["dist"] in config["dists"] and r["model"] in config["models"]
+            and r["remedy"] in config["remedies"] and r["K"] in config["ks"] and r["seed"] in config["seeds"]
+            and r["M"] == config["m"] and r["N"] == config["n"])
+
+
+def merge(out: str, figures: bool = False, log=None) -> Study:
+    """Merge a study directory's point files (points.jsonl and every process's part) into the
+    tables, for the configuration of config.json (else the one the parts saved, which must
+    agree; else every point found). For runs whose processes could not merge themselves
+    (``share=`` without a coordinator, a host that died): ``jwmma study --merge-only -o OUT``."""
+    if not os.path.isdir(out):
+        raise ValueError(f"no study directory {out!r} to merge")
+    rows = read_all(out)
+    cfg_path = os.path.join(out, "config.json")
+    if os.path.exists(cfg_path):  # written by the last coordinated (or one-process) run
+        config = json.load(open(cfg_path))
+    else:  # shares without a coordinator: the configuration each saved next to its part
+        configs = [json.load(open(p)) for p in parts.part_configs(out)]
+        if any(c != configs[0] for c in configs[1:]):
+            raise ValueError(f"the part files in {out}/parts come from different sweeps (their config-*.json "
+                             f"differ); merge each sweep in its own directory")
+        config = configs[0] if configs else {}
+    config = {k: v for k, v in config.items() if k not in _RUN_FIELDS}
+    wanted = {k for k in rows if wanted_by_config(k, config)} if "ks" in config else set(rows)
+    return write_outputs(out, rows, wanted, config, figures=figures, log=log)

@@ -6,6 +6,9 @@ them (`emulate`). Definitions of everything measured: the module docstring of `j
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
 import time
 from typing import NamedTuple
 
@@ -15,13 +18,15 @@ from .. import models as _models
 from ..engine.step import context
 from ..isa.table import BuiltinSpec, lookup
 from ..models.parse import model_label, parse_model
-from ..tiled import gemm
+from ..tiled import gemm, processes
+from ..version import __version__
+from . import share as _share
 from .data import DISTRIBUTIONS, SCALINGS, auto_scaling, make_operands, resolve_format
 from .measures import metrics
 from .exact_product import reference
 from .remedies import parse_remedy
 from .stats import aggregate
-from .store import PointStore, Study, point_key
+from .store import PointStore, Study, json_default, point_key, read_all, write_outputs
 
 __all__ = ["DEFAULT_KS", "DEFAULT_MODELS", "DEFAULT_SEEDS", "DEFAULT_M", "DEFAULT_N", "emulate", "run"]
 
@@ -181,8 +186,9 @@ def _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling):
     return ks, mods, fmts, rems, seed_list
 
 
-def _tasks(dists, fmts, ks, mods, rems, seed_list, m, n, scaling, done) -> list[_Task]:
-    """Every (dist, format, K, model, remedy) with the seeds not in ``done``."""
+def _tasks(dists, fmts, ks, mods, rems, seed_list, m, n, scaling, done, mine=None) -> list[_Task]:
+    """Every (dist, format, K, model, remedy) with the seeds not in ``done`` (and, with
+    ``mine``, only those of the data units ``mine(unit)`` says this process owns)."""
     tasks = []
     for dist in dists:
         for fmt, spec in fmts:
@@ -192,14 +198,15 @@ def _tasks(dists, fmts, ks, mods, rems, seed_list, m, n, scaling, done) -> list[
                     for rem in rems:
                         base = dict(builtin=spec.name, format=fmt, dist=dist, scaling=sc, model=label,
                                     remedy=rem.label, K=k, M=m, N=n)
-                        missing = [s for s in seed_list if point_key({**base, "seed": s}) not in done]
+                        missing = [s for s in seed_list if point_key({**base, "seed": s}) not in done
+                                   and (mine is None or mine(_share.unit_of({**base, "seed": s})))]
                         tasks.append(_Task(dist, fmt, spec, sc, k, label, mo, rem, base, missing))
     return tasks
 
 
 def _compute(todo: list[_Task], m: int, n: int, path: str, gemm_kw, add, bar) -> None:
-    """The numeric loop: operands and references once per (dist, format, K); ``add(row)``
-    for every finished point."""
+    """The numeric loop: operands and references once per (dist, format, K); ``add(rows)``
+    for the finished points of every task."""
     cache_key, cache = None, None
     for t in todo:
         ck = (t.dist, t.fmt, t.k)
@@ -214,11 +221,13 @@ def _compute(todo: list[_Task], m: int, n: int, path: str, gemm_kw, add, bar) ->
         b = np.stack([ops[s][1] for s in t.missing])
         d = emulate(a, b, t.spec, t.model, t.remedy, path, gemm_kw)
         secs = time.perf_counter() - t0
+        rows = []
         for i, s in enumerate(t.missing):
             row = dict(t.base, seed=s, steps=-(-t.k // t.spec.k))
             row.update(metrics(d[i], refs[s]))
             row["seconds"] = secs / len(t.missing)
-            add(row)
+            rows.append(row)
+        add(rows)
         if bar is not None:
             bar.set_postfix_str(f"{t.label} K={t.k} {t.dist} {t.fmt} {t.remedy.label}", refresh=False)
             bar.update(1)
@@ -243,6 +252,8 @@ def run(
     gemm_kw: dict | None = None,
     options=None,
     backend: str | None = None,
+    share=None,
+    merge_timeout: float | None = None,
 ) -> Study:
     """Run a sweep.
 
@@ -260,23 +271,60 @@ def run(
         gemm_kw: extra `jwmma.gemm` keywords, e.g. ``{"devices": 8}`` or ``{"mesh": mesh}``
             to spread every GEMM (its seeds batch) over devices; the bits do not change.
         options, backend: execution options of every GEMM (`jwmma.Options`).
+        share: ``(index, count)``: compute share ``index`` of ``count`` of the points without a
+            coordinator (job-array tasks); None: this process's share of a `jax.distributed`
+            job (all of it in a one-process run). merge_timeout: how long process 0 of a job
+            waits for the others before merging what exists (None: as long as they live).
     Returns:
         A `Study`.
+
+    Several processes (README "Several machines"): the sweep's data units (`share`: one draw of
+    operands and its reference, every model and remedy on it) are split over the processes by
+    a rule of the configuration alone; each process runs its points on its own devices and
+    appends them to out/parts/points-<index>.jsonl (a directory every process sees); process 0
+    of a job then waits for the others and writes the merged tables, equal to a one-process
+    run's. A process that dies loses only its unfinished points: rerunning the same command
+    (any process count) computes just the missing ones. With ``share=`` merge at the end
+    (`jwmma.study.store.merge`, ``jwmma study --merge-only``).
     """
     t_start = time.perf_counter()
     ks, mods, fmts, rems, seed_list = _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling)
-    gemm_kw = dict(gemm_kw or {})
+    index, count = _share.resolve_share(share)
+    coordinated = share is None and count > 1  # a jax.distributed job: collectives available
+    gemm_kw = _share.local_gemm_kw(gemm_kw, count)
     gemm_kw.update({k: v for k, v in (("options", options), ("backend", backend)) if v is not None})
-    store = PointStore(out, resume)
     config = dict(ks=ks, models=[lab for lab, _ in mods], dists=list(dists), formats=[f for f, _ in fmts],
                   builtins=[s.name for _, s in fmts], remedies=[r.label for r in rems], seeds=seed_list,
                   m=m, n=n, scaling=scaling, path=path)
-    # tasks: (dist, fmt, K) share data and reference; models x remedies reuse them
-    tasks = _tasks(dists, fmts, ks, mods, rems, seed_list, m, n, scaling, store.done)
+    if coordinated:  # the same sweep everywhere, else the assignment below would differ
+        processes.agree(dict(config=config, models=[repr(mo) for _, mo in mods], jwmma=__version__,
+                             resume=bool(resume), out=out is not None,
+                             options=repr(gemm_kw.get("options")), backend=gemm_kw.get("backend")),
+                        "the study's configuration")
+    store = PointStore(out, index, count)
+    if not resume:
+        store.clear(everything=index == 0 and (coordinated or count == 1))
+    if coordinated and out is not None:
+        processes.check_shared_directory(out)  # also a barrier: the fresh start is done
+    store.read()
+    # who computes what: a function of the configuration and the process count only
+    all_tasks = _tasks(dists, fmts, ks, mods, rems, seed_list, m, n, scaling, {})
+    owner = _share.assign([_share.unit_of({**t.base, "seed": s}) for t in all_tasks for s in seed_list],
+                          count, points_per_unit=len(mods) * len(rems))
+    tasks = _tasks(dists, fmts, ks, mods, rems, seed_list, m, n, scaling, store.done,
+                   mine=None if count == 1 else (lambda u: owner[u] == index))
     todo = [t for t in tasks if t.missing]
-    bar = _progress(len(todo), progress and len(todo) > 0, "jwmma study")
-    if log and len(todo) < len(tasks):
+    bar = _progress(len(todo), progress and len(todo) > 0, "jwmma study" + (f" [{index}/{count}]" if count > 1 else ""))
+    if log and count > 1:
+        units = sum(1 for p in owner.values() if p == index)
+        log(f"process {index} of {count}: {units} of {len(owner)} data units "
+            f"({100 * _share.balance(owner, count)[index]:.0f}% of the work), {len(todo)} task(s) to do")
+    elif log and len(todo) < len(tasks):
         log(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} (model, K, ...) points already done")
+    if out is not None and count > 1:  # the configuration next to the part, for `merge`
+        from .parts import part_config_path, write_json_atomic
+
+        write_json_atomic(part_config_path(out, index), config, sort_keys=True)
     try:
         with store:
             _compute(todo, m, n, path, gemm_kw, store.add, bar)
@@ -284,20 +332,33 @@ def run(
         if bar is not None:
             bar.close()
 
-    wanted = {point_key({**t.base, "seed": s}) for t in tasks for s in seed_list}
-    points = [row for key, row in store.done.items() if key in wanted]
-    order = {lab: i for i, (lab, _) in enumerate(mods)}
-    points.sort(key=lambda r: (r["dist"], r["format"], order.get(r["model"], 0), r["remedy"], r["K"], r["seed"]))
-    summary = aggregate(points)
-    seconds = time.perf_counter() - t_start
-    study = Study(points, summary, config, out, seconds)
-    store.finish(summary, dict(config, seconds=seconds, computed_points=sum(len(t.missing) for t in todo)))
-    if out is not None and figures:
-        try:
-            written = study.figures(out)
+    wanted = {point_key({**t.base, "seed": s}) for t in all_tasks for s in seed_list}
+    done, computed, unfinished = store.done, store.added, []
+    if coordinated and out is None:  # nothing on disk: every process's rows through the job
+        blobs = processes.process_allgather_bytes(json.dumps(list(done.values()), default=json_default).encode())
+        done = {point_key(r): r for blob in blobs for r in json.loads(blob)}
+    if count > 1 and out is not None:
+        if not coordinated:
             if log:
-                log("figures: " + ", ".join(written))
-        except ImportError as e:
-            if log:
-                log(f"figures skipped: {e}")
-    return study
+                log(f"share {index} of {count} done ({computed} points); merge with jwmma study --merge-only -o {out}")
+            return write_outputs(None, read_all(out), wanted, config, time.perf_counter() - t_start, computed)
+        if log:
+            log(f"process {index}: {computed} point(s) computed in {time.perf_counter() - t_start:.1f} s; "
+                f"waiting for the other processes")
+        name = f"study/{next(_RUN_IDS)}/{_digest(config)}"  # every process counts its run() calls alike
+        unfinished, counts = processes.wait_all(name, merge_timeout, value=str(computed))
+        computed = sum(int(v) for v in counts.values())  # the points the job computed, all processes
+        if unfinished and log:
+            log(f"process(es) {unfinished} did not finish; the tables hold what exists: rerun the same "
+                f"command to compute the missing points")
+        done = read_all(out)
+        if index != 0:  # process 0 writes the merged tables
+            return write_outputs(None, done, wanted, config, time.perf_counter() - t_start, computed)
+    return write_outputs(out, done, wanted, config, time.perf_counter() - t_start, computed, figures, log, unfinished)
+
+
+_RUN_IDS = itertools.count()
+
+
+def _digest(config: dict) -> str:
+    return hashlib.blake2b(json.dumps(config, sort_keys=True, default=str).encode(), digest_size=8).hexdigest()
