@@ -35,14 +35,17 @@ PARTS = "parts"
 
 
 def part_path(out: str, index: int) -> str:
+    """OUT/parts/points-<index>.jsonl: the points process ``index`` computed."""
     return os.path.join(out, PARTS, f"points-{int(index):05d}.jsonl")
 
 
 def part_config_path(out: str, index: int) -> str:
+    """OUT/parts/config-<index>.json: the sweep's configuration as process ``index`` saw it."""
     return os.path.join(out, PARTS, f"config-{int(index):05d}.json")
 
 
 def part_configs(out: str) -> list:
+    """Every process's saved configuration file in OUT/parts, sorted."""
     return sorted(glob.glob(os.path.join(out, PARTS, "config-*.json")))
 
 
@@ -121,12 +124,14 @@ class PartWriter:
         self._default = default
 
     def write(self, rows) -> None:
+        """Append ``rows`` (one JSON line each), then flush and fsync."""
         for r in rows:
             self._f.write(json.dumps(r, default=self._default) + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())  # a finished point survives the host, not only the process
 
     def close(self) -> None:
+        """Close the file."""
         self._f.close()
 
     def __enter__(self):

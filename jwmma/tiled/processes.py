@@ -75,6 +75,7 @@ def initialize(coordinator=None, num_processes=None, process_id=None, *, timeout
 
 
 def is_multiprocess() -> bool:
+    """True in a job of more than one process (`jax.process_count` > 1)."""
     import jax
 
     return jax.process_count() > 1
