@@ -24,6 +24,7 @@ from . import share as _share
 from .data import DISTRIBUTIONS, SCALINGS, auto_scaling, make_operands, resolve_format
 from .measures import metrics
 from .exact_product import reference
+from .parts import part_config_path, write_json_atomic
 from .remedies import parse_remedy
 from .stats import aggregate
 from .store import PointStore, Study, json_default, point_key, read_all, write_outputs
@@ -322,8 +323,6 @@ def run(
     elif log and len(todo) < len(tasks):
         log(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} (model, K, ...) points already done")
     if out is not None and count > 1:  # the configuration next to the part, for `merge`
-        from .parts import part_config_path, write_json_atomic
-
         write_json_atomic(part_config_path(out, index), config, sort_keys=True)
     try:
         with store:
