@@ -134,7 +134,8 @@ def index_words(ref, main, other, main_set=0):
     return np.stack(out)
 
 
-@pytest.mark.parametrize("name", FLOAT)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if i % 4 == 0 else pytest.mark.slow)
+                                  for i, n in enumerate(FLOAT)])
 def test_float_builtin_exact(name):
     ref, case = Ref(name), float_case(name)
     idx = index_words(ref, case.pos, case.pos2, 0)  # unused index bits hold other positions

@@ -417,7 +417,8 @@ def test_float_builtins_default_to_gfx12_dot4():
         assert jwmma.BUILTINS[name].default_model == "gfx12_dot4", name
 
 
-@pytest.mark.parametrize("name", FLOAT_BUILTINS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if i % 3 == 0 else pytest.mark.slow)
+                                  for i, n in enumerate(FLOAT_BUILTINS)])
 def test_builtin_against_reference(name):
     """The builtin (default model and model='gfx12_dot4') equals the reference applied to the
     generic semantics: gather the selected B rows, compressed-K order, steps of 4."""

@@ -205,6 +205,7 @@ def test_policy_errors_are_readable(rng):
 
 
 # ------------------------------------------------------------------------ docs and examples
+@pytest.mark.slow
 def test_docstring_example_policy(rng):
     """The 20-line policy of jwmma.kernel's docstring is correct (default mma, Policy as a class)."""
     doc = kernel.__doc__

@@ -78,7 +78,8 @@ def test_reference_matches_mmasim_on_worked_examples():
 
 # ------------------------------------------------------------------ free-standing dot
 @pytest.mark.parametrize("model,prm", VARIANTS, ids=VARIANT_IDS)
-@pytest.mark.parametrize("fa,fb", PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("fa,fb", [pytest.param(a, b, marks=() if i in (0, 2, 4) else pytest.mark.slow)
+                                   for i, (a, b) in enumerate(PAIRS)], ids=PAIR_IDS)
 def test_cdna3_dot_mixed_scenarios(fa, fb, model, prm):
     """Random, uniform-code, cancellation, spread, subnormal, all-zero-group, tiny, NaN/Inf
     (E4M3 0x7F/0xFF) and bf16-overflow rows; C random/+-0/subnormal/tiny +-/huge/C-drop
@@ -134,7 +135,9 @@ FAMILY = [
 ]
 
 
-@pytest.mark.parametrize("model,fa,fb,k", FAMILY, ids=[f"{i}-{m.describe()[:40]}" for i, (m, *_) in enumerate(FAMILY)])
+@pytest.mark.parametrize("model,fa,fb,k", [pytest.param(*row, marks=() if i % 2 == 0 else pytest.mark.slow)
+                                           for i, row in enumerate(FAMILY)],
+                         ids=[f"{i}-{m.describe()[:40]}" for i, (m, *_) in enumerate(FAMILY)])
 def test_fused_family(model, fa, fb, k):
     """Every parameter of FusedGroups against the parametrised reference."""
     rng = np.random.default_rng(R.seed_of(model.describe(), k))

@@ -151,8 +151,7 @@ def test_exact_named_case_f16_tiny_negative_c():
 # ------------------------------------------------------------------ through the builtins
 FLOAT_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.c_type != "i32"]
 # (bf16 `exact` builtins compile slowly: one in the default run, the rest with -m slow)
-DEFAULT_EXACT = {"smfmac_f32_16x16x64_f16", "smfmac_f32_32x32x64_bf8_fp8", "swmmac_f16_16x16x32_f16_w32",
-                 "swmmac_bf16_16x16x32_bf16_w32", "swmmac_f32_16x16x32_fp8_bf8_w32"}
+DEFAULT_EXACT = {"smfmac_f32_32x32x64_bf8_fp8", "swmmac_bf16_16x16x32_bf16_w32"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT_EXACT else pytest.mark.slow)

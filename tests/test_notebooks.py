@@ -52,6 +52,7 @@ def test_quickstart_runs(monkeypatch):
     assert outputs(nb, "image/png")  # the layout figures were drawn
 
 
+@pytest.mark.slow
 def test_fp8_study_runs(monkeypatch):
     nb = execute("fp8_accumulation_study.ipynb", monkeypatch)
     md = outputs(nb, "text/markdown")
