@@ -49,6 +49,7 @@ from .engine.fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpa
 from .engine.index import index_violations
 from .engine.options import Options
 from .engine.sparsity import compress_2_4, decompress_2_4, prune_2_4
+from .engine.validation import checked
 from .isa.plot import plot_layout
 from .isa.table import BUILTINS, BuiltinSpec
 from .tiled import gemm
@@ -69,7 +70,7 @@ BUILTIN_FUNCTIONS = (
 __all__ = [
     "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "models", "kernel", "study", "index_violations",
     "dot", "gemm", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
-    "prune_2_4", "compress_2_4", "decompress_2_4", "plot_layout", "__version__",
+    "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
 

@@ -5,124 +5,220 @@ axis keep their order, with positions increasing. Groups with fewer than two non
 padded as hipSPARSELt does: the default metadata is positions (2, 3); a lone non-zero at
 position p < 3 is stored as (p, 3) with a zero second value, one at position 3 as (2, 3) with
 a zero first value. -0.0 counts as zero.
+
+Every helper keeps the input's dtype (int64, uint64, float64 too, whatever
+``jax_enable_x64`` says), compares in the input's own precision (on bit patterns: subnormals
+are not zero) and copies kept values bit for bit (NaN payloads and signs included).
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from .validation import as_array, first_violation, is_concrete
+from ..numerics.formats import F32, format_of, decode
+from ..numerics.rounding import fields_to_f64, round_f64, x64_scope
+from .validation import as_array, check_bool_kw, check_values, fail_if, is_concrete as jax_concrete
 
-__all__ = ["prune_2_4", "compress_2_4", "decompress_2_4"]
+__all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES"]
+
+#: the pruning rules of `prune_2_4`
+RULES = ("largest", "hipsparselt")
+_UINT = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
+_HIPSPARSELT_DTYPES = ("float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
+
+
+def _is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f" or jnp.issubdtype(dtype, jnp.floating)
 
 
 def _groups(x, what):
     x = as_array(x, what)
     if x.ndim < 1 or x.shape[-1] % 4:
         raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
+    if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
+        raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
+    x = jnp.asarray(x)  # inside x64_scope: int64/float64 stay 64-bit
     return x, x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
 
 
-def _magnitude(g):
-    if jnp.issubdtype(g.dtype, jnp.integer):
-        return jnp.abs(g.astype(jnp.int32))
-    m = jnp.abs(g.astype(jnp.float32))
-    return jnp.where(jnp.isnan(m), jnp.inf, m)  # NaN counts as the largest: it stays visible
+def _bits(g):
+    """Unsigned bit patterns of floats (integer ops keep NaN payloads; XLA float selects may not)."""
+    return lax.bitcast_convert_type(g, _UINT[np.dtype(g.dtype).itemsize])
 
 
-def prune_2_4(a):
-    """Prune to 2:4: keep the 2 largest |values| of every 4 along the last axis (ties: the
-    lower position; NaN counts as the largest), zero the others.
+def _from_bits(bits, dtype):
+    return lax.bitcast_convert_type(bits, dtype)
+
+
+def _magnitude_key(g):
+    """An unsigned key ordered as |value|, exact in the input's precision; NaN ranks as an
+    infinite magnitude (ties with Inf; above every finite value in formats without Inf)."""
+    dtype = np.dtype(g.dtype)
+    if not _is_float(dtype):
+        if dtype.itemsize < 8:
+            return jnp.abs(g.astype(jnp.int64)).astype(jnp.uint64)
+        if jnp.issubdtype(dtype, jnp.unsignedinteger):
+            return g.astype(jnp.uint64)
+        u = lax.bitcast_convert_type(g, jnp.uint64)
+        return jnp.where(g < 0, jnp.uint64(0) - u, u)  # |int64 min| = 2**63 exactly
+    width = dtype.itemsize * 8
+    key = (_bits(g) & ((1 << (width - 1)) - 1)).astype(jnp.uint64)
+    nan = jnp.isnan(g)
+    if np.isinf(np.array(np.inf, dtype)):
+        inf_key = int(np.array(np.inf, dtype).view(np.dtype(f"u{dtype.itemsize}")))
+    else:
+        inf_key = (1 << (width - 1)) - 1
+    return jnp.where(nan, jnp.uint64(inf_key), key)
+
+
+def _keep_largest(g):
+    key = _magnitude_key(g)
+    # rank of each element within its group: how many others beat it (ties: lower position)
+    beats = (key[..., None, :] > key[..., :, None]) | (
+        (key[..., None, :] == key[..., :, None]) & (jnp.arange(4)[None, :] < jnp.arange(4)[:, None])
+    )
+    return beats.sum(-1) < 2
+
+
+def _keep_hipsparselt(g):
+    """hipSPARSELt's prune_strip_kernel: pair scores |a| + |b| in float32 (exactly rounded
+    here, subnormals kept), pairs (0,1), (0,2), (0,3), (1,2), (1,3), (2,3) in order, a pair
+    replaces the best only if its score is strictly greater (best starts at -1 at (0, 0))."""
+    dtype = np.dtype(g.dtype)
+    if _is_float(dtype):
+        fmt = format_of(dtype)
+        code = _bits(g).astype(jnp.int32)
+        f = decode(fmt, code)
+        mag = fields_to_f64(jnp.zeros_like(f.sign), f.sig, f.exp, fmt.mbits)
+        mag = jnp.where(f.inf, jnp.inf, mag)
+        nan = f.nan
+    else:
+        mag = jnp.abs(g.astype(jnp.float64))
+        nan = jnp.zeros(g.shape, bool)
+    best = jnp.full(g.shape[:-1], -1, jnp.int64)  # f32 scores are >= 0: their bits order them
+    pa = jnp.zeros(g.shape[:-1], jnp.int32)
+    pb = jnp.zeros(g.shape[:-1], jnp.int32)
+    for i in range(4):
+        for j in range(i + 1, 4):
+            score = round_f64(mag[..., i] + mag[..., j], F32).astype(jnp.int64)
+            better = ~(nan[..., i] | nan[..., j]) & (score > best)
+            best = jnp.where(better, score, best)
+            pa, pb = jnp.where(better, i, pa), jnp.where(better, j, pb)
+    idx = jnp.arange(4)
+    return (idx == pa[..., None]) | (idx == pb[..., None])
+
+
+def prune_2_4(a, rule: str = "largest"):
+    """Prune to 2:4: keep 2 of every 4 values along the last axis, zero (+0) the others.
+
+    ``rule="largest"`` (default): the 2 largest magnitudes, compared exactly in the input's
+    precision (subnormals are not zero); ties go to the lower position. NaN rule: a NaN ranks
+    as an infinite magnitude, so it is kept (it stays visible); a NaN and an Inf tie (the
+    lower position wins).
+
+    ``rule="hipsparselt"``: hipSPARSELt's ``prune_strip_kernel`` (for parity with that
+    library; float16, bfloat16, int8, float8_e4m3fn, float8_e5m2 only): of the pairs (0,1),
+    (0,2), (0,3), (1,2), (1,3), (2,3) in that order, the first with the greatest float32
+    score |a| + |b| wins; NaN scores never win (a group whose every pair holds a NaN keeps
+    position 0 only), the first pair holding an Inf wins, float32 rounding ties keep the
+    earlier pair.
 
     Args:
-        a: (..., K) array, K divisible by 4 (floats or integers).
+        a: (..., K) array, K divisible by 4 (floats or integers of any width).
+        rule: "largest" or "hipsparselt".
     Returns:
-        The pruned array, same shape and dtype.
+        The pruned array, same shape and dtype (kept values copied bit for bit).
     """
-    a, g = _groups(a, "a")
-    mag = _magnitude(g)
-    # rank of each element within its group: how many others beat it
-    beats = (mag[..., None, :] > mag[..., :, None]) | (
-        (mag[..., None, :] == mag[..., :, None]) & (jnp.arange(4)[None, :] < jnp.arange(4)[:, None])
-    )
-    keep = beats.sum(-1) < 2
-    return jnp.where(keep, g, jnp.zeros((), g.dtype)).reshape(a.shape)
+    if not isinstance(rule, str) or rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    with x64_scope():
+        a, g = _groups(a, "a")
+        if rule == "hipsparselt" and np.dtype(a.dtype).name not in _HIPSPARSELT_DTYPES:
+            raise TypeError(f"a must have one of the dtypes hipSPARSELt prunes ({', '.join(_HIPSPARSELT_DTYPES)}) "
+                            f"for rule='hipsparselt', got {a.dtype}")
+        if a.size == 0:
+            return a
+        keep = _keep_largest(g) if rule == "largest" else _keep_hipsparselt(g)
+        if _is_float(a.dtype):
+            bits = _bits(g)
+            return _from_bits(jnp.where(keep, bits, jnp.zeros((), bits.dtype)), a.dtype).reshape(a.shape)
+        return jnp.where(keep, g, jnp.zeros((), g.dtype)).reshape(a.shape)
 
 
 def _nonzero(g):
-    if jnp.issubdtype(g.dtype, jnp.integer):
+    if not _is_float(g.dtype):
         return g != 0
-    f = g.astype(jnp.float32)
-    return (f != 0) | jnp.isnan(f)
+    width = np.dtype(g.dtype).itemsize * 8
+    return (_bits(g) & ((1 << (width - 1)) - 1)) != 0  # -0.0 is zero, NaN is not
 
 
-def compress_2_4(a24):
+def _describe_2_4(what):
+    def describe(bad, count):
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        *row, group = first
+        return (
+            f"{what} is not 2:4 sparse: row {tuple(row) if len(row) != 1 else row[0]} group {group} "
+            f"(elements {4 * group}..{4 * group + 3}) has {int(count[first])} non-zeros "
+            f"({int(bad.sum())} such group(s)); prune it first (jwmma.prune_2_4)"
+            + (", or pass prune=True" if what == "a" else "")
+        )
+
+    return describe
+
+
+def compress_2_4(a24, *, what: str = "a24"):
     """Compress a 2:4-sparse array ("consecutive" compression, module doc).
 
     Args:
         a24: (..., K) array with at most two non-zeros in every group of four along K.
     Returns:
-        (values (..., K/2) of a24's dtype, positions (..., K/2) int32, increasing per group).
-        Raises ValueError naming the first row and group with more than two non-zeros (for
-        traced input, when the computation runs).
+        (values (..., K/2) of a24's dtype, bits copied; positions (..., K/2) int32,
+        increasing per group). Raises ValueError naming the first row and group with more
+        than two non-zeros (for traced input, when the computation runs; `jwmma.checked`
+        makes that a ValueError inside jit).
     """
-    a24, g = _groups(a24, "a24")
-    nz = _nonzero(g)
-    count = nz.sum(-1)
-    _check_2_4(count, "a24")
-    idx = jnp.arange(4)
-    # first and second non-zero positions (4 = none)
-    p_first = jnp.min(jnp.where(nz, idx, 4), -1)
-    p_second = jnp.min(jnp.where(nz & (idx > p_first[..., None]), idx, 4), -1)
-    pos0 = jnp.where(count >= 2, p_first, jnp.where(count == 1, jnp.where(p_first == 3, 2, p_first), 2))
-    pos1 = jnp.where(count >= 2, p_second, 3)
-    zero = jnp.zeros((), g.dtype)
-    v0 = jnp.where(count >= 1, jnp.take_along_axis(g, pos0[..., None], -1)[..., 0], zero)
-    v1 = jnp.where(count >= 1, jnp.take_along_axis(g, pos1[..., None], -1)[..., 0], zero)
-    # a lone non-zero below position 3 sits in slot 0; slot 1 (position 3) is a padding zero
-    v1 = jnp.where((count == 1) & (p_first < 3), zero, v1)
-    v0 = jnp.where((count == 1) & (p_first == 3), zero, v0)
-    values = jnp.stack([v0, v1], -1).reshape(*a24.shape[:-1], a24.shape[-1] // 2)
-    pos = jnp.stack([pos0, pos1], -1).reshape(values.shape).astype(jnp.int32)
-    return values, pos
+    with x64_scope():
+        a24, g = _groups(a24, "a24")
+        half = (*a24.shape[:-1], a24.shape[-1] // 2)
+        if a24.size == 0:
+            return jnp.zeros(half, a24.dtype), jnp.zeros(half, jnp.int32)
+        nz = _nonzero(g)
+        count = nz.sum(-1)
+        fail_if(count > 2, _describe_2_4(what), count)
+        vals = _bits(g) if _is_float(a24.dtype) else g
+        idx = jnp.arange(4)
+        # first and second non-zero positions (4 = none)
+        p_first = jnp.min(jnp.where(nz, idx, 4), -1)
+        p_second = jnp.min(jnp.where(nz & (idx > p_first[..., None]), idx, 4), -1)
+        pos0 = jnp.where(count >= 2, p_first, jnp.where(count == 1, jnp.where(p_first == 3, 2, p_first), 2))
+        pos1 = jnp.where(count >= 2, p_second, 3)
+        zero = jnp.zeros((), vals.dtype)
+        v0 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos0[..., None], -1)[..., 0], zero)
+        v1 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos1[..., None], -1)[..., 0], zero)
+        # a lone non-zero below position 3 sits in slot 0; slot 1 (position 3) is a padding zero
+        v1 = jnp.where((count == 1) & (p_first < 3), zero, v1)
+        v0 = jnp.where((count == 1) & (p_first == 3), zero, v0)
+        values = jnp.stack([v0, v1], -1).reshape(half)
+        if _is_float(a24.dtype):
+            values = _from_bits(values, a24.dtype)
+        pos = jnp.stack([pos0, pos1], -1).reshape(half).astype(jnp.int32)
+        return values, pos
 
 
-def _check_2_4(count, what):
-    def describe(n_bad, first, value):
-        *row, group = first
-        return (
-            f"{what} is not 2:4 sparse: row {tuple(row) if len(row) != 1 else row[0]} group {group} "
-            f"(elements {4 * group}..{4 * group + 3}) has {int(value)} non-zeros "
-            f"({n_bad} such group(s)); prune it first (jwmma.prune_2_4)"
-        )
-
-    if is_concrete(count):
-        # a device-side summary for jax Arrays: scalars come back, never the array, so this
-        # also works on a global array spanning several processes (the same error on each)
-        got = first_violation(count > 2, count)
-        if got is not None:
-            raise ValueError(describe(*got))
-        return
-
-    def cb(count):
-        count = np.asarray(count)
-        got = first_violation(count > 2, count)
-        if got is not None:
-            raise ValueError(describe(*got))
-
-    jax.debug.callback(cb, count)
-
-
-def decompress_2_4(values, pos):
+def decompress_2_4(values, pos, *, check: bool = False):
     """Inverse of `compress_2_4`.
 
     Args:
         values: (..., K/2) stored values; pos: (..., K/2) their positions 0..3 (two different
             positions per group).
+        check: also check traced positions (when the computation runs). Concrete positions
+            are always checked; traced ones, with ``check=False``, keep their low 2 bits
+            (position p reads as p mod 4, as the index register would).
     Returns:
-        (..., K) dense array of values' dtype, zeros elsewhere.
+        (..., K) dense array of values' dtype (bits copied), zeros elsewhere.
     """
+    check = check_bool_kw(check, "check")
     values = as_array(values, "values")
     pos = as_array(pos, "pos")
     if values.shape != pos.shape:
@@ -131,20 +227,24 @@ def decompress_2_4(values, pos):
         raise ValueError(f"values must have an even last axis (K/2), got shape {tuple(values.shape)}")
     if not jnp.issubdtype(pos.dtype, jnp.integer):
         raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
-    if is_concrete(pos) and pos.size:
-        # jnp on jax Arrays (scalars come back: global arrays work), numpy otherwise
-        xp = jnp if isinstance(pos, jax.Array) else np
-        lo, hi = int(xp.min(pos)), int(xp.max(pos))
-        if lo < 0 or hi > 3:
-            raise ValueError(f"pos must hold values in [0, 3], got values in [{lo}, {hi}]")
-        pr = pos.reshape(*pos.shape[:-1], -1, 2)
-        got = first_violation(pr[..., 0] == pr[..., 1], pr[..., 0])
-        if got is not None:
-            raise ValueError(f"pos selects the same position twice in group {got[1]}")
-    v = values.reshape(*values.shape[:-1], -1, 2)
-    p = pos.reshape(v.shape)
-    idx = jnp.arange(4)
-    zero = jnp.zeros((), values.dtype)
-    dense = jnp.where(p[..., 0, None] == idx, v[..., 0, None], zero)
-    dense = jnp.where(p[..., 1, None] == idx, v[..., 1, None], dense)
-    return dense.reshape(*values.shape[:-1], values.shape[-1] * 2)
+    with x64_scope():
+        values = jnp.asarray(values)
+        full = (*values.shape[:-1], values.shape[-1] * 2)
+        if values.size == 0:
+            return jnp.zeros(full, values.dtype)
+        check_values(pos, 0, 3, "pos", check)
+        pr = jnp.asarray(pos).reshape(*pos.shape[:-1], -1, 2) & 3
+
+        def same(bad, p):
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            return f"pos selects the same position twice in group {first}"
+
+        if check or jax_concrete(pos):
+            fail_if(pr[..., 0] == pr[..., 1], same, pr)
+        vals = _bits(values) if _is_float(values.dtype) else values
+        v = vals.reshape(*values.shape[:-1], -1, 2)
+        idx = jnp.arange(4)
+        zero = jnp.zeros((), vals.dtype)
+        dense = jnp.where(pr[..., 0, None] == idx, v[..., 0, None], zero)
+        dense = jnp.where(pr[..., 1, None] == idx, v[..., 1, None], dense).reshape(full)
+        return _from_bits(dense, values.dtype) if _is_float(values.dtype) else dense

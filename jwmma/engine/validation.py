@@ -1,12 +1,15 @@
 """Checks of user input with messages that name the argument, the expected and the actual."""
 from __future__ import annotations
 
+import contextvars
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["is_concrete", "as_array", "check_last_dims", "check_range", "check_static_int", "check_static_bool",
-           "broadcast_batch", "first_violation"]
+           "broadcast_batch", "first_violation", "fail_if", "check_bool_kw", "check_values", "checked"]
 
 
 try:
@@ -116,3 +119,129 @@ def broadcast_batch(*arrays_and_tails):
             + ", ".join(str(tuple(s)) for s in shapes)
         ) from None
     return [jnp.broadcast_to(a, batch + a.shape[a.ndim - t:]) for a, t in arrays_and_tails], batch
+
+
+# ------------------------------------------------------------------ checks of traced values
+# How a failed check on traced values surfaces (API.md "checks inside jit"): outside
+# `jwmma.checked` a host callback raises the ValueError when the computation runs (JAX wraps
+# it in a JaxRuntimeError whose text carries the message); inside `jwmma.checked` the check
+# is a `jax.experimental.checkify` check and the wrapper raises a ValueError with the message.
+_CHECKIFY = contextvars.ContextVar("jwmma_checkify", default=False)
+
+
+def _x64(on: bool):
+    if hasattr(jax, "enable_x64") and callable(jax.enable_x64):
+        return jax.enable_x64(on)
+    from jax.experimental import disable_x64, enable_x64  # older JAX
+
+    return enable_x64() if on else disable_x64()
+
+
+class _Message(str):
+    """A checkify format string whose ``format`` builds jwmma's message from the operands."""
+
+    def __new__(cls, label, describe):
+        self = super().__new__(cls, label)
+        self.describe = describe
+        return self
+
+    def format(self, *args, **kwargs):  # noqa: A003 - checkify calls fmt_string.format(*operands)
+        return self.describe(*(np.asarray(a) for a in args))
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+def fail_if(bad, describe, *operands) -> None:
+    """Raise ValueError(describe(*operands as numpy)) where any of ``bad`` is True.
+
+    Args:
+        bad: a boolean array; concrete: checked now; traced: when the computation runs (a
+            host callback, or a checkify check inside `jwmma.checked`).
+        describe: builds the message from the numpy values of ``bad`` and ``operands``.
+    """
+    if is_concrete(bad) and all(is_concrete(o) for o in operands):
+        b = np.asarray(bad)
+        if b.any():
+            raise ValueError(describe(b, *(np.asarray(o) for o in operands)))
+        return
+    bad = jnp.asarray(bad)
+    if _CHECKIFY.get():
+        from jax.experimental import checkify
+
+        # checkify's error state is made outside jwmma's x64 scope: 32-bit payloads only
+        # (values beyond int32 show clipped in the message; the check itself is exact)
+        ops = [jnp.clip(o, -2**31, 2**31 - 1).astype(jnp.int32) if o.dtype.itemsize == 8 and
+               jnp.issubdtype(o.dtype, jnp.integer) else o.astype(jnp.float32) if o.dtype == jnp.float64 else o
+               for o in map(jnp.asarray, operands)]
+        ok = ~jnp.any(bad)
+        with _x64(_CHECKIFY.get() == "x64"):  # the setting the user's error state was made in
+            checkify.check(ok, _Message(f"jwmma check {id(describe)}", describe), bad, *ops)
+        return
+
+    def cb(b, *ops):
+        if np.asarray(b).any():
+            raise ValueError(describe(np.asarray(b), *(np.asarray(o) for o in ops)))
+
+    jax.debug.callback(cb, bad, *operands)
+
+
+def check_bool_kw(value, name: str) -> bool:
+    """A keyword such as ``check=`` must be a Python bool: TypeError naming it otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool (True or False), got {value!r}")
+    return bool(value)
+
+
+def check_values(x, lo: int, hi: int, what: str, check: bool = False):
+    """Integer values of ``x`` in [lo, hi]: concrete values always checked; traced ones only
+    with ``check=True`` (when the computation runs, `fail_if`); otherwise traced values keep
+    their low bits, as the registers would."""
+    if x.size == 0:
+        return
+    if is_concrete(x):
+        check_range(x, lo, hi, what)
+        return
+    if check:
+        def describe(bad, v):
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            return (f"{what} must hold values in [{lo}, {hi}]; {what}[{', '.join(map(str, where))}] = "
+                    f"{v[where]} ({int(bad.sum())} value(s) out of range)")
+
+        fail_if((x < lo) | (x > hi), describe, x)
+
+
+def checked(fn, **jit_kwargs):
+    """``fn`` jit-compiled with jwmma's checks of traced values made `jax.experimental.checkify`
+    checks: a failed check (undefined index pairs with ``check=True``, a matrix that is not
+    2:4 sparse, out-of-range values with ``check=True``) raises a ValueError carrying jwmma's
+    message, as the same call on concrete values would.
+
+    Args:
+        fn: a function of arrays; jit_kwargs: passed to `jax.jit` (static_argnums, ...).
+    Returns:
+        The wrapped function (a fresh jit of its own: traces made outside `checked` are not
+        reused).
+    """
+    from jax.experimental import checkify
+
+    def inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    run = checkify.checkify(jax.jit(inner, **jit_kwargs))
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        token = _CHECKIFY.set("x64" if jax.config.jax_enable_x64 else "x32")
+        try:
+            err, out = run(*args, **kwargs)
+        finally:
+            _CHECKIFY.reset(token)
+        try:
+            err.throw()
+        except checkify.JaxRuntimeError as e:
+            msg = str(e).removesuffix(" (`check` failed)")
+            raise ValueError(msg) from None
+        return out
+
+    return wrapper
