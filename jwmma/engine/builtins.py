@@ -19,7 +19,7 @@ from . import fragments
 from .index import index_offset, report_violations
 from .options import resolve as resolve_options
 from .step import context, step
-from .validation import as_array, broadcast_batch, check_static_bool
+from .validation import as_array, broadcast_batch, check_bool_kw, check_static_bool
 
 __all__ = ["call", "make", "run_registers", "FUNCTIONS", *BUILTINS]
 
@@ -64,6 +64,7 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     Returns:
         D registers, c's shape (after broadcasting) and dtype.
     """
+    check = check_bool_kw(check, "check")
     a = fragments.check_regs(spec, spec.a, a, "a")
     b = fragments.check_regs(spec, spec.b, b, "b")
     c = fragments.check_regs(spec, spec.c, c, "c")
@@ -71,9 +72,11 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     idx = fragments.check_index(spec, as_array(idx, what), what)
     m = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
-    (a, b, c, idx), _ = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1))
+    (a, b, c, idx), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1))
     if check:
         report_violations(spec, idx, s)
+    if 0 in batch:  # no waves: nothing to compute
+        return jnp.zeros(c.shape, c.dtype)
     with x64_scope():
         return run_registers(spec, m, a, b, c, idx, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
                              clamp=clamp)

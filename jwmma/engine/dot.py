@@ -57,7 +57,8 @@ def _formats(da, db, dc):
         return format_of(da), format_of(db), None
     for what, d in (("a", da), ("b", db)):
         if d not in _FLOAT_INPUTS:
-            raise TypeError(f"{what} must be one of {[str(k) for k in _FLOAT_INPUTS]}, got {d}")
+            raise TypeError(f"{what} must be one of {[str(k) for k in _FLOAT_INPUTS]} (floats) or "
+                            f"{[str(k) for k in _INT_INPUTS]} (integers, with int32 c), got {d}")
     if dc not in _FLOAT_ACCS:
         raise TypeError(f"c must be float32, float16 or bfloat16, got {dc}")
     return format_of(da), format_of(db), format_of(dc)

@@ -18,7 +18,7 @@ from jax import lax
 from ..isa import layouts
 from ..isa.table import BuiltinSpec, Operand, lookup
 from ..isa.types import element_type
-from .validation import as_array, check_last_dims, check_range
+from .validation import as_array, check_bool_kw, check_last_dims, check_static_int, check_values
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
@@ -122,7 +122,7 @@ def permute(flat, perm: np.ndarray):
 def lanes_to_matrix(layout: np.ndarray, shape, lane_vals) -> jnp.ndarray:
     """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout``."""
     inv = layouts.inverse(layout, shape)
-    flat = lane_vals.reshape(*lane_vals.shape[:-2], -1)
+    flat = lane_vals.reshape(*lane_vals.shape[:-2], lane_vals.shape[-2] * lane_vals.shape[-1])
     return permute(flat, inv.reshape(-1)).reshape(*lane_vals.shape[:-2], *shape)
 
 
@@ -130,18 +130,21 @@ def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
     """(*batch, R, C) -> (*batch, lanes, n): element [L, e] = mat[layout[L, e]]."""
     cols = mat.shape[-1]
     flat_idx = (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
-    flat = mat.reshape(*mat.shape[:-2], -1)
+    flat = mat.reshape(*mat.shape[:-2], mat.shape[-2] * mat.shape[-1])
     return permute(flat, flat_idx).reshape(*mat.shape[:-2], *layout.shape[:2])
 
 
 # ------------------------------------------------------------------ matrix values <-> codes
-def value_codes(type_name: str, x, what: str, builtin: str | None = None) -> jnp.ndarray:
+def value_codes(type_name: str, x, what: str, builtin: str | None = None, *, check: bool = False,
+                lohi: tuple | None = None) -> jnp.ndarray:
     """Logical matrix values -> int32 codes of the element type ``type_name``.
 
     Args:
         type_name: a `jwmma.isa.types` name; x: values (floats of exactly the type's dtype;
             integers of any integer dtype within the type's range); what: the argument's
-            name for messages; builtin: the builtin to name in messages (whole-GEMM inputs).
+            name for messages; builtin: the builtin to name in messages (whole-GEMM inputs);
+            check: also check traced integer values (concrete ones always are); lohi: the
+            accepted range (default: the type's).
     Returns:
         int32 codes (floats: bit patterns; integers: the values). TypeError/ValueError with
         a conversion hint on a wrong dtype or range.
@@ -165,8 +168,8 @@ def value_codes(type_name: str, x, what: str, builtin: str | None = None) -> jnp
     if not jnp.issubdtype(x.dtype, jnp.integer):
         where = f"a {type_name} operand" if builtin is None else f"{builtin} ({type_name} operand)"
         raise TypeError(f"{what} must hold integers for {where}, got {x.dtype}")
-    lo, hi = t.range
-    check_range(x, lo, hi, what)
+    lo, hi = t.range if lohi is None else lohi
+    check_values(x, lo, hi, what, check)
     return jnp.asarray(x).astype(jnp.int32)
 
 
@@ -204,13 +207,14 @@ def _parts(spec: BuiltinSpec, which: str):
     return getattr(spec, which), getattr(spec, f"{which}_layout"), shape, getattr(spec, f"{which}_type")
 
 
-def _pack(name: str, which: str, x) -> jnp.ndarray:
+def _pack(name: str, which: str, x, check: bool = False) -> jnp.ndarray:
+    check = check_bool_kw(check, "check")
     spec = lookup(name)
     op, layout, shape, t = _parts(spec, which)
     what, form = _MATRIX[which]
     x = as_array(x, what)
     check_last_dims(x, shape, what, form)
-    codes = value_codes(t, x, what)
+    codes = value_codes(t, x, what, check=check)
     if op.elem_bits < 32:
         codes = codes & ((1 << op.elem_bits) - 1)
     return codes_to_regs(op, matrix_to_lanes(layout, codes))
@@ -223,15 +227,18 @@ def _unpack(name: str, which: str, regs, signed: bool) -> jnp.ndarray:
     return codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
 
 
-def pack_a(name: str, a_comp) -> jnp.ndarray:
+def pack_a(name: str, a_comp, *, check: bool = False) -> jnp.ndarray:
     """Compressed A -> registers.
 
     Args:
         name: the builtin; a_comp: (*batch, M, Kc) logical values of its A type.
+        check: also check traced integer values when the computation runs (concrete values
+            are always checked); with check=False a traced value keeps its low element bits
+            (v mod 2**bits, two's complement), as the register holds them.
     Returns:
         (*batch, lanes, n_a) registers of the builtin's A dtype.
     """
-    return _pack(name, "a", a_comp)
+    return _pack(name, "a", a_comp, check)
 
 
 def unpack_a(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
@@ -246,15 +253,18 @@ def unpack_a(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
     return _unpack(name, "a", regs, signed)
 
 
-def pack_b(name: str, b) -> jnp.ndarray:
+def pack_b(name: str, b, *, check: bool = False) -> jnp.ndarray:
     """Dense B -> registers.
 
     Args:
         name: the builtin; b: (*batch, K, N) logical values of its B type.
+        check: also check traced integer values when the computation runs (concrete values
+            are always checked); with check=False a traced value keeps its low element bits
+            (v mod 2**bits, two's complement), as the register holds them.
     Returns:
         (*batch, lanes, n_b) registers.
     """
-    return _pack(name, "b", b)
+    return _pack(name, "b", b, check)
 
 
 def unpack_b(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
@@ -269,16 +279,19 @@ def unpack_b(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
     return _unpack(name, "b", regs, signed)
 
 
-def pack_c(name: str, c) -> jnp.ndarray:
+def pack_c(name: str, c, *, check: bool = False) -> jnp.ndarray:
     """Accumulator -> registers.
 
     Args:
         name: the builtin; c: (*batch, M, N) float32, float16, bfloat16 or int32 values, as
             the builtin's C type says.
+        check: also check traced integer values when the computation runs (concrete values
+            are always checked); with check=False a traced value keeps its low element bits
+            (v mod 2**bits, two's complement), as the register holds them.
     Returns:
         (*batch, lanes, n_c) registers (RDNA4 bf16 as int16 bit patterns).
     """
-    return _pack(name, "c", c)
+    return _pack(name, "c", c, check)
 
 
 def unpack_c(name: str, regs) -> jnp.ndarray:
@@ -300,24 +313,33 @@ def index_words(spec: BuiltinSpec, pos, s: int) -> jnp.ndarray:
     return lax.bitcast_convert_type(or_reduce(lane_pos << shifts), jnp.int32)
 
 
-def pack_index(name: str, pos, index_set: int = 0) -> jnp.ndarray:
+def pack_index(name: str, pos, index_set: int = 0, *, check: bool = False) -> jnp.ndarray:
     """Positions -> index registers.
 
     Args:
         name: the builtin; pos: (*batch, M, Kc) integers 0..3 (`jwmma.compress_2_4`);
-        index_set: which index set to fill (`BuiltinSpec.index_sets`).
+        index_set: which index set to fill (`BuiltinSpec.index_sets`), a Python int.
+        check: also check traced positions when the computation runs (concrete positions are
+            always checked); with check=False a traced position keeps its low 2 bits (p mod
+            4: all-5 positions give 0x55555555), as the index register holds them.
     Returns:
         (*batch, lanes) int32: bits s+2e+1:s+2e of idx[lane] hold the position of the lane's
         A element e; bits outside the chosen index set are zero.
     """
+    check = check_bool_kw(check, "check")
     spec = lookup(name)
-    s = spec.index_offset(index_set)
+    s = spec.index_offset(_index_set(spec, index_set))
     pos = as_array(pos, "pos")
     check_last_dims(pos, (spec.m, spec.kc), "pos", "(*batch, M, Kc)")
     if not jnp.issubdtype(pos.dtype, jnp.integer):
         raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
-    check_range(pos, 0, 3, "pos")
-    return index_words(spec, pos, s)
+    check_values(pos, 0, 3, "pos", check)
+    return index_words(spec, jnp.asarray(pos).astype(jnp.int32) & 3, s)
+
+
+def _index_set(spec: BuiltinSpec, index_set):
+    """``index_set`` as a Python int in range (a compile-time constant)."""
+    return check_static_int(index_set, "index_set", 0, spec.n_sets - 1)
 
 
 def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
@@ -329,7 +351,7 @@ def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
         (*batch, M, Kc) int32 positions 0..3.
     """
     spec = lookup(name)
-    s = spec.index_offset(index_set)
+    s = spec.index_offset(_index_set(spec, index_set))
     idx = check_index(spec, idx, "idx")
     return positions(spec, idx, s)
 

@@ -3,14 +3,13 @@ undefined (BUILTINS.md sections 2.2, 4.2 and 5), from the table's `IndexRule`.
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from ..isa.table import BuiltinSpec, lookup
 from . import fragments
-from .validation import as_array, check_static_int, is_concrete
+from .validation import as_array, check_static_int, fail_if
 
 __all__ = ["index_offset", "index_violations", "violations", "report_violations"]
 
@@ -80,14 +79,6 @@ def _describe(spec, bad: np.ndarray, idx: np.ndarray, s: int) -> str:
 def report_violations(spec: BuiltinSpec, idx, s: int) -> None:
     """Raise ValueError for undefined index pairs: now if ``idx`` is concrete, else when the
     jitted computation runs (through a host callback)."""
-    if is_concrete(idx):
-        bad = np.asarray(violations(spec, jnp.asarray(idx), s))
-        if bad.any():
-            raise ValueError(_describe(spec, bad, np.asarray(idx), s))
+    if idx.size == 0:
         return
-
-    def cb(bad, idx):
-        if np.asarray(bad).any():
-            raise ValueError(_describe(spec, np.asarray(bad), np.asarray(idx), s))
-
-    jax.debug.callback(cb, violations(spec, idx, s), idx)
+    fail_if(violations(spec, jnp.asarray(idx), s), lambda bad, idx: _describe(spec, bad, idx, s), idx)

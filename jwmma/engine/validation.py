@@ -92,6 +92,9 @@ def check_range(x, lo: int, hi: int, what: str):
 
 def check_static_int(value, name: str, lo: int, hi: int):
     """``value`` as an int if it is a Python/numpy int in [lo, hi] (a compile-time constant)."""
+    if not is_concrete(value):
+        raise TypeError(f"{name} must be a compile-time constant (a Python int), got a traced value; "
+                        f"make it a static argument of your jit")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be a Python int (a compile-time constant), got {value!r}")
     if not lo <= int(value) <= hi:
@@ -101,6 +104,9 @@ def check_static_int(value, name: str, lo: int, hi: int):
 
 def check_static_bool(value, name: str):
     """``value`` as a bool if it is a bool (or the int 0/1): a compile-time constant."""
+    if not is_concrete(value):
+        raise TypeError(f"{name} must be a compile-time constant (a Python bool), got a traced value; "
+                        f"make it a static argument of your jit")
     if not isinstance(value, (bool, np.bool_)):
         if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
             return bool(value)

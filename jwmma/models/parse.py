@@ -44,7 +44,15 @@ def parse_model(text: str):
         kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
     except ValueError:
         raise ValueError(f"model {text!r}: field values must be literals") from None
-    return MODEL_CLASSES[node.func.id](**kwargs)
+    cls = MODEL_CLASSES[node.func.id]
+    fields = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+    unknown = [k for k in kwargs if fields and k not in fields]
+    if unknown:
+        raise ValueError(f"model {text!r}: {cls.__name__} has no field {unknown[0]!r}; its fields: {', '.join(fields)}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"model {text!r}: {e}") from None
 
 
 def model_label(model) -> str:

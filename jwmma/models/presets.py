@@ -12,7 +12,7 @@ from .fma_chain import FMAChain
 from .fused import CDNA3
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
-from .parse import parse_model
+from .parse import MODEL_CLASSES, parse_model
 
 __all__ = ["PRESETS", "ALIASES", "names", "resolve"]
 
@@ -71,7 +71,8 @@ def resolve(model, ctx: Context, default: str) -> Model:
 def _preset(name: str, ctx: Context) -> Model:
     key = ALIASES.get(name, name)
     if key not in PRESETS:
-        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(names(ctx.integer))}")
+        raise ValueError(f"unknown model {name!r}; valid names: {', '.join(names(ctx.integer))}; or a model "
+                         f"class with fields, e.g. 'CDNA3(group=16)': {', '.join(MODEL_CLASSES)}")
     f, i, _ = PRESETS[key]
     obj = i if ctx.integer else f
     if obj is None:

@@ -19,7 +19,7 @@ from ..engine import fragments
 from ..engine.index import index_offset
 from ..engine.options import resolve as resolve_options
 from ..engine.step import context
-from ..engine.validation import check_static_bool
+from ..engine.validation import as_array, check_static_bool
 from ..isa.table import lookup
 from ..numerics.rounding import x64_scope
 from ..version import __version__
@@ -85,6 +85,7 @@ def gemm(
     devices=None,
     options=None,
     backend: str | None = None,
+    check: bool = False,
 ):
     """Emulate D = A x B + C as the tiled kernel issuing ``builtin`` once per K step.
 
@@ -104,8 +105,11 @@ def gemm(
             (None: the builtin's default).
         path: 'matrix' (instruction arithmetic on whole matrices) or 'registers' (per-step
             fragments through the builtin); same bits.
-        a_neg, b_neg, clamp: signedness and saturation of the RDNA4 iu8/iu4 builtins
-            (default: signed, no clamp); given for any other builtin they raise.
+        a_neg, b_neg, clamp: signedness and saturation of the RDNA4 iu8/iu4 builtins; given
+            for any other builtin they raise. A dtype that says its signedness decides
+            (uint8/uint4 and other unsigned dtypes: unsigned; int8/int4: signed; a contradicting
+            a_neg/b_neg raises); wider signed dtypes follow a_neg/b_neg (default signed) and
+            their values must lie in that signedness's range.
         cbsz, abid (gfx950), index_key (RDNA4): the index set (changes nothing numerically).
         devices: N (int, 'all' or a list of devices): split batch, M and N over the first N
             devices with an automatic layout (`jwmma.tiled.plan`; same bits).
@@ -116,6 +120,15 @@ def gemm(
             one device.
         options, backend: execution options (`jwmma.Options`): tile sizes, row blocks,
             matrix-product group sums; never bits.
+        check: also check traced positions and integer values when the computation runs
+            (concrete ones are always checked; `jwmma.checked` turns a failure into a
+            ValueError inside jit); with check=False a traced position keeps its low 2 bits.
+
+    What ``model="exact"`` means for a GEMM: each builtin call (K step) is exact and rounds
+    once into the accumulator format, so a GEMM of S steps rounds S times and the order of
+    the K steps matters for every model, exact included. The result is the correctly rounded
+    product only when K fits in one step. M, N or a batch dim of 0 give an empty D; K = 0
+    issues no instruction and returns C (zeros for None) bit for bit.
     Returns:
         (*batch, M, N) in the accumulator's dtype; sharded (never gathered) when spread over
         devices.
@@ -134,6 +147,10 @@ def gemm(
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     prune = check_static_bool(prune, "prune")
     a_signed, b_signed, clamp = operands.check_modifiers(spec, a_neg, b_neg, clamp)
+    if spec.signed_choice:
+        a_vals = a[0] if isinstance(a, tuple) and len(a) == 2 else a
+        a_signed = operands.signedness(spec, "a", as_array(a_vals, "a"), a_neg)
+        b_signed = operands.signedness(spec, "b", as_array(b, "b"), b_neg)
     s = index_offset(spec, cbsz, abid, index_key)
     m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
@@ -144,7 +161,12 @@ def gemm(
     if dist is not None:  # each device receives only its shard; preparation runs sharded
         a, b, c = dist.place(a, b, c)
 
-    ops = operands.codes(spec, a, b, c, prune=prune)
+    ops = operands.codes(spec, a, b, c, prune=prune, check=check,
+                         signed=(a_signed, b_signed) if spec.integer else (None, None))
+    if ops.m == 0 or ops.n == 0 or ops.k == 0 or 0 in ops.batch:  # no instruction issued: D = C
+        shape = ops.batch + (ops.m, ops.n)
+        d = jnp.zeros(shape, jnp.int32) if ops.c is None else jnp.broadcast_to(jnp.asarray(ops.c), shape)
+        return fragments.codes_to_values(spec.c_type, d)
     if ops.c is None and dist is not None:
         ops = dataclasses.replace(ops, c=dist.zeros())  # created sharded, never whole on one device
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n

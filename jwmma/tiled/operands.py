@@ -14,11 +14,11 @@ import numpy as np
 
 from ..engine.fragments import value_codes
 from ..engine.sparsity import compress_2_4, prune_2_4
-from ..engine.validation import as_array, check_range, check_static_bool
+from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 
-__all__ = ["Codes", "compressed_a", "check_modifiers", "accumulator_dtype", "codes", "pad_to", "pad_a",
+__all__ = ["Codes", "compressed_a", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "codes", "pad_to", "pad_a",
            "pad_codes"]
 
 
@@ -38,13 +38,15 @@ class Codes:
     batch: tuple
 
 
-def compressed_a(a, prune: bool):
+def compressed_a(a, prune: bool, check: bool = False):
     """A in compressed form.
 
     Args:
         a: a dense 2:4-sparse (*batch, M, K) array (K is padded to a multiple of 4), or a
             ``(values, positions)`` pair of (*batch, M, K/2) arrays.
         prune: prune a dense ``a`` to 2:4 first (`jwmma.prune_2_4`).
+        check: also check traced positions (concrete ones always are); unchecked traced
+            positions keep their low 2 bits (p mod 4), as the index register would.
     Returns:
         (values, positions int32, dense K).
     """
@@ -59,14 +61,14 @@ def compressed_a(a, prune: bool):
             )
         if not jnp.issubdtype(pos.dtype, jnp.integer):
             raise TypeError(f"a positions must be integers 0..3, got {pos.dtype}")
-        check_range(pos, 0, 3, "a positions")
+        check_values(pos, 0, 3, "a positions", check)
         if values.ndim < 2:
             raise ValueError(f"a values must be (*batch, M, K/2), got shape {tuple(values.shape)}")
         if values.shape[-1] % 2:
             raise ValueError(
                 f"a values must hold two stored values per group of four (an even K/2), got shape {tuple(values.shape)}"
             )
-        return values, pos.astype(jnp.int32), values.shape[-1] * 2
+        return values, jnp.asarray(pos).astype(jnp.int32) & 3, values.shape[-1] * 2
     a = as_array(a, "a")
     if a.ndim < 2:
         raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
@@ -76,11 +78,39 @@ def compressed_a(a, prune: bool):
         a = jnp.pad(jnp.asarray(a), [(0, 0)] * (a.ndim - 1) + [(0, pad)])
     if prune:
         a = prune_2_4(a)
-    try:
-        values, pos = compress_2_4(a)  # raises on a matrix that is not 2:4 sparse
-    except ValueError as e:
-        raise ValueError(str(e).replace("a24 is not", "a is not", 1) + ", or pass prune=True") from None
+    values, pos = compress_2_4(a, what="a")  # raises on a matrix that is not 2:4 sparse (names a)
     return values, pos, k
+
+
+def _dtype_signedness(dtype, bits: int):
+    """True/False where the dtype says the signedness of a ``bits``-wide element (int8/uint8,
+    int4/uint4; every unsigned dtype), None where it does not (wider signed ints, floats)."""
+    d = np.dtype(dtype)
+    if d.name.startswith("uint") or d.kind == "u":
+        return False
+    if d.name == f"int{bits}":
+        return True
+    return None
+
+
+def signedness(spec: BuiltinSpec, which: str, x, neg):
+    """The signedness of operand ``which`` ('a' or 'b') of an iu8/iu4 GEMM: from the dtype
+    where it says (uint8/uint4 unsigned, int8/int4 signed), else ``neg`` (default signed);
+    ValueError when ``neg`` contradicts the dtype."""
+    bits = element_type(getattr(spec, f"{which}_type")).bits
+    said = _dtype_signedness(x.dtype, bits)
+    if said is not None and neg is not None and bool(neg) != said:
+        raise ValueError(f"{which}_neg={neg} contradicts {which}'s dtype {np.dtype(x.dtype).name} "
+                         f"({'signed' if said else 'unsigned'}); leave {which}_neg out or convert {which}")
+    if said is not None:
+        return said
+    return check_static_bool(True if neg is None else neg, f"{which}_neg")
+
+
+def int_range(spec: BuiltinSpec, which: str, signed: bool) -> tuple[int, int]:
+    """The values operand ``which`` of an integer builtin may hold with that signedness."""
+    f = element_type(getattr(spec, f"{which}_type")).int_format(signed)
+    return f.lo, f.hi
 
 
 def check_modifiers(spec: BuiltinSpec, a_neg, b_neg, clamp) -> tuple[bool, bool, bool]:
@@ -115,17 +145,22 @@ def _c_codes(spec: BuiltinSpec, c, m: int, n: int):
     return value_codes(spec.c_type, c, "c", spec.name)
 
 
-def codes(spec: BuiltinSpec, a, b, c, *, prune: bool) -> Codes:
+def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signed=(None, None)) -> Codes:
     """Validate a GEMM's operands and convert them to element codes.
 
     Args:
         spec: the builtin; a: as `compressed_a`; b: (*batch, K, N) of the B type; c:
-            (*batch, M, N) of the accumulator type, or None; prune: as `compressed_a`.
+            (*batch, M, N) of the accumulator type, or None; prune, check: as `compressed_a`
+            (check also covers traced integer values); signed: (a_signed, b_signed) of an
+            integer builtin: the value ranges checked.
     Returns:
         `Codes` (c None stays None); errors name the argument and give a conversion hint.
     """
-    values, pos, k = compressed_a(a, prune)
-    a_codes = value_codes(spec.a_type, values, "a", spec.name)
+    check = check_bool_kw(check, "check")
+    values, pos, k = compressed_a(a, prune, check)
+    ra = None if signed[0] is None else int_range(spec, "a", signed[0])
+    rb = None if signed[1] is None else int_range(spec, "b", signed[1])
+    a_codes = value_codes(spec.a_type, values, "a", spec.name, check=check, lohi=ra)
     b = as_array(b, "b")
     if b.ndim < 2:
         raise ValueError(f"b must be (*batch, K, N), got shape {tuple(b.shape)}")
@@ -134,7 +169,7 @@ def codes(spec: BuiltinSpec, a, b, c, *, prune: bool) -> Codes:
             f"a and b disagree on K: a is (*batch, M, K) with K={k}, b is (*batch, K, N) "
             f"with shape {tuple(b.shape)}"
         )
-    b_codes = value_codes(spec.b_type, b, "b", spec.name)
+    b_codes = value_codes(spec.b_type, b, "b", spec.name, check=check, lohi=rb)
     m, n = values.shape[-2], b.shape[-1]
     c_codes = None if c is None else _c_codes(spec, c, m, n)
     shapes = [a_codes.shape[:-2], b_codes.shape[:-2]] + ([] if c_codes is None else [c_codes.shape[:-2]])
