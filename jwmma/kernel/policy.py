@@ -9,9 +9,11 @@ from typing import Callable
 
 import jax.numpy as jnp
 import numpy as np
+
 from jax import lax
 
 from ..engine.builtins import FUNCTIONS
+from ..engine.validation import as_array, check_bool_kw, check_range, check_values, is_concrete
 from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec, lookup
 
@@ -20,8 +22,12 @@ __all__ = ["Policy", "as_policy", "name_of", "i32", "pack_bytes", "const_index",
 
 def i32(x) -> np.int32:
     """A 32-bit constant as int32 with the same bits: ``i32(0x88888888)`` is
-    ``static_cast<int>(0x88888888u)``."""
-    return np.array(int(x) & 0xFFFFFFFF, np.uint32).view(np.int32)[()]
+    ``static_cast<int>(0x88888888u)``. Only values with a 32-bit reading are taken (the int32
+    and the uint32 ones, [-2**31, 2**32)); ValueError otherwise."""
+    v = int(x)
+    if not -(2**31) <= v < 2**32:
+        raise ValueError(f"i32 takes a 32-bit value (an int32 or uint32 reading, in [-2**31, 2**32)), got {v}")
+    return np.array(v & 0xFFFFFFFF, np.uint32).view(np.int32)[()]
 
 
 def pack_bytes(b0, b1, b2, b3):
@@ -29,11 +35,17 @@ def pack_bytes(b0, b1, b2, b3):
     ``uint32_t(b0) | uint32_t(b1) << 8 | ...`` in HIP.
 
     Args:
-        b0, b1, b2, b3: ints or arrays (their low 8 bits are used), broadcasting.
+        b0, b1, b2, b3: ints or arrays of bytes, broadcasting: concrete values must lie in
+            [-128, 255] (-128..-1 are int8 bytes, their two's complement bits are used);
+            traced values keep their low 8 bits.
     Returns:
         int32 words.
     """
-    w = [jnp.asarray(b).astype(jnp.uint32) & 0xFF for b in (b0, b1, b2, b3)]
+    for name, b in (("b0", b0), ("b1", b1), ("b2", b2), ("b3", b3)):
+        b = as_array(b, name)
+        if is_concrete(b):
+            check_range(b, -128, 255, name)
+    w = [jnp.asarray(b).astype(jnp.int32).astype(jnp.uint32) & 0xFF for b in (b0, b1, b2, b3)]
     word = w[0] | (w[1] << 8) | (w[2] << 16) | (w[3] << 24)
     return lax.bitcast_convert_type(word, jnp.int32)
 
@@ -55,18 +67,24 @@ def const_index(value) -> Callable:
     return index
 
 
-def metadata(pos) -> jnp.ndarray:
+def metadata(pos, *, check: bool = False) -> jnp.ndarray:
     """2:4 positions -> hipSPARSELt metadata bytes.
 
     Args:
         pos: (..., Kc) ints 0..3, Kc divisible by 4.
+        check: also check traced positions when the computation runs (concrete ones always
+            are); with check=False a traced position keeps its low 2 bits (p mod 4).
     Returns:
         (..., Kc/4) uint8: byte b, bits [2s+1:2s] = position of compressed element 4b+s.
     """
-    pos = jnp.asarray(pos)
-    if pos.shape[-1] % 4:
-        raise ValueError(f"positions need a last axis (Kc) divisible by 4, got shape {tuple(pos.shape)}")
-    p = pos.astype(jnp.uint32).reshape(*pos.shape[:-1], pos.shape[-1] // 4, 4)
+    check = check_bool_kw(check, "check")
+    pos = as_array(pos, "pos")
+    if pos.ndim < 1 or pos.shape[-1] % 4:
+        raise ValueError(f"pos needs a last axis (Kc) divisible by 4, got shape {tuple(pos.shape)}")
+    if not jnp.issubdtype(pos.dtype, jnp.integer):
+        raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
+    check_values(pos, 0, 3, "pos", check)
+    p = (jnp.asarray(pos).astype(jnp.int32).astype(jnp.uint32) & 3).reshape(*pos.shape[:-1], pos.shape[-1] // 4, 4)
     byte = p[..., 0] | (p[..., 1] << 2) | (p[..., 2] << 4) | (p[..., 3] << 6)
     return byte.astype(jnp.uint8)
 

@@ -211,8 +211,20 @@ def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=
     Returns:
         D (M, N) of the accumulator dtype.
     """
+    empty = _empty(policy, a, b, c, prune)
+    if empty is not None:
+        return empty
     _, geo, d, _, _ = _execute(policy, a, b, c, waves, model, prune, resolve_options(options, backend))
     return d[: geo.m, : geo.n]
+
+
+def _empty(policy, a, b, c, prune):
+    """D for M = 0 or N = 0 (no wave runs: an empty D of the accumulator dtype), else None."""
+    spec = as_policy(policy).spec
+    ops = operands.codes(spec, a, b, c, prune=prune)
+    if ops.m and ops.n:
+        return None
+    return jnp.zeros((ops.m, ops.n), operands.accumulator_dtype(spec))
 
 
 def check(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=None, backend=None,
@@ -229,6 +241,9 @@ def check(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, option
         lanes, max ulp difference, first mismatches).
     """
     opts = resolve_options(options, backend)
+    empty = _empty(policy, a, b, c, prune)
+    if empty is not None:
+        return empty
     pol, geo, d, writes, offs = _execute(policy, a, b, c, waves, model, prune, opts)
     ref = gemm(a, b, c, builtin=pol.spec.name, model=model, prune=prune, options=opts, **gemm_kwargs)
     ref_p = np.zeros((geo.mp, geo.np_), np.asarray(ref).dtype)
