@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .data import FORMATS, format_dtype, precision
+from .data import FORMATS, format_dtype, precision, to_f32_odd
 
 __all__ = ["Reference", "reference"]
 
@@ -24,6 +24,16 @@ class Reference:
     exact: np.ndarray
     f32: np.ndarray
     scale: np.ndarray
+    odd: np.ndarray | None = None  # the exact sum rounded to odd in float64 (any narrower rounding)
+
+    def rounded(self, dtype) -> np.ndarray:
+        """The exact sum correctly rounded (RNE) to ``dtype``: float32, float16 or bfloat16."""
+        dtype = np.dtype(dtype)
+        if dtype == np.float32 or self.odd is None:
+            return self.f32 if dtype == np.float32 else self.f32.astype(dtype)
+        if dtype == np.float16:  # numpy rounds float64 -> float16 directly (once)
+            return self.odd.astype(np.float16)
+        return to_f32_odd(self.odd).astype(dtype)  # float32 rounded to odd, then RNE: one rounding
 
 
 def _exponent_bands(x: np.ndarray, width: int):
@@ -98,9 +108,9 @@ def reference(a24: np.ndarray, b: np.ndarray, a_format: str | None = None, b_for
         h = [math.fsum(r) for r in stack]
         lo[idx] = np.reshape([math.fsum(r + [-x]) for r, x in zip(stack, h)], out_shape[-2:])
         hi[idx] = np.reshape(h, out_shape[-2:])
-    f32 = _round_to_odd(hi, lo).astype(np.float32)
+    odd = _round_to_odd(hi, lo)
     scale = np.matmul(np.abs(a), np.abs(bb))
-    return Reference(hi, f32, scale)
+    return Reference(hi, odd.astype(np.float32), scale, odd)
 
 
 def _format_of(dtype) -> str:

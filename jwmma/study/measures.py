@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 from .exact_product import Reference
@@ -17,15 +18,18 @@ U32 = float(np.ldexp(1.0, -24))
 HIST_BINS = 33  # signed log2 bins -33..33 cover every int32 difference
 
 
-def ordered(x: np.ndarray) -> np.ndarray:
-    """float32 -> int64 order index: adjacent floats differ by 1, +0 and -0 are both 0."""
-    bits = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
-    return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+def ordered(x: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """float32 (or float16/bfloat16: ``dtype``) -> int64 order index: adjacent floats of that
+    format differ by 1, +0 and -0 are both 0."""
+    dtype = np.dtype(dtype)
+    width = dtype.itemsize * 8
+    bits = np.asarray(x).astype(dtype).view(np.dtype(f"int{width}")).astype(np.int64)
+    return np.where(bits < 0, -(bits & ((1 << (width - 1)) - 1)), bits)
 
 
-def ulp_diff(d: np.ndarray, ref32: np.ndarray) -> np.ndarray:
-    """Signed number of float32 steps from ref32 to d."""
-    return ordered(d) - ordered(ref32)
+def ulp_diff(d: np.ndarray, ref: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """Signed number of ``dtype`` steps (float32 by default) from ref to d."""
+    return ordered(d, dtype) - ordered(ref, dtype)
 
 
 def ulp_bins(u: np.ndarray) -> np.ndarray:
@@ -42,8 +46,13 @@ def ulp_histogram(u: np.ndarray) -> dict:
 
 
 def metrics(d: np.ndarray, ref: Reference) -> dict:
-    """Error measures of one point (see the module docstring)."""
-    d = np.asarray(d, np.float32)
+    """Error measures of one point (see the module docstring). Compared in the destination
+    format: a float16/bfloat16 ``d`` is "identical" when it equals the correctly rounded
+    float16/bfloat16 exact result, and its ulps are float16/bfloat16 ulps."""
+    d = np.asarray(d)
+    dest = d.dtype if d.dtype in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)) else np.dtype(np.float32)
+    want = ref.rounded(dest)
+    d = d.astype(np.float32)
     fin = np.isfinite(d)
     dd = np.where(fin, d, 0).astype(np.float64)
     err = dd - ref.exact
@@ -51,8 +60,8 @@ def metrics(d: np.ndarray, ref: Reference) -> dict:
     rel = np.where(s > 0, np.abs(err) / np.where(s > 0, s, 1.0), np.where(err == 0, 0.0, np.inf))
     rel = np.where(fin, rel, np.inf)
     signed = np.where(s > 0, err / np.where(s > 0, s, 1.0), 0.0)
-    u = ulp_diff(d, ref.f32)[fin]
-    rn = np.abs(ref.f32.astype(np.float64) - ref.exact) / np.where(s > 0, s, 1.0)
+    u = ulp_diff(d, want, dest)[fin]
+    rn = np.abs(want.astype(np.float64) - ref.exact) / np.where(s > 0, s, 1.0)
     nref = float(np.sqrt(np.sum(ref.exact**2)))
     nerr = float(np.sqrt(np.sum(err**2))) if fin.all() else math.inf
     return {

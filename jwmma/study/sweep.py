@@ -19,9 +19,10 @@ from ..engine.step import context
 from ..isa.table import BuiltinSpec, lookup
 from ..models.parse import model_label, parse_model
 from ..tiled import gemm, processes
+from ..tiled.operands import accumulator_dtype
 from ..version import __version__
 from . import share as _share
-from .data import DISTRIBUTIONS, SCALINGS, auto_scaling, make_operands, resolve_format
+from .data import DISTRIBUTIONS, SCALINGS, auto_scaling, make_operands, resolve_format, to_f32_odd
 from .measures import metrics
 from .exact_product import reference
 from .parts import part_config_path, write_json_atomic
@@ -55,7 +56,7 @@ def _gemm_batched(a, b, c, spec: BuiltinSpec, model, path: str, gemm_kw=None) ->
     n = b.shape[-1]
     per = max(1, _MAX_STEP_ELEMS // max(1, m * n * spec.kc))
     size = min(_pow2ceil(per + 1) // 2, _pow2ceil(x))
-    out = np.empty((x, m, n), np.float32)
+    out = np.empty((x, m, n), accumulator_dtype(spec))
     for s in range(0, x, size):
         aa, bb, cc = a[s:s + size], b[s:s + size], c[s:s + size]
         got = aa.shape[0]
@@ -67,7 +68,7 @@ def _gemm_batched(a, b, c, spec: BuiltinSpec, model, path: str, gemm_kw=None) ->
 
 
 def _chain(a, b, spec: BuiltinSpec, model, path: str, gemm_kw=None) -> np.ndarray:
-    """One GEMM from C = 0 per batch element: (X, M, L) x (X, L, N) -> (X, M, N) float32.
+    """One GEMM from C = 0 per batch element: (X, M, L) x (X, L, N) -> (X, M, N) accumulators.
 
     The K-steps are issued in blocks of `_BLOCK_STEPS` (or single) steps, each block's D the
     next block's C: bit-identical to one jwmma.gemm over all of L (the kernel is a chain of
@@ -78,7 +79,7 @@ def _chain(a, b, spec: BuiltinSpec, model, path: str, gemm_kw=None) -> np.ndarra
     step = spec.k
     full = length // step
     g = _BLOCK_STEPS if full % _BLOCK_STEPS == 0 else 1
-    c = np.zeros((x, m, n), np.float32)
+    c = np.zeros((x, m, n), accumulator_dtype(spec))
     for s in range(0, full * step, g * step):
         c = _gemm_batched(a[..., s:s + g * step], b[:, s:s + g * step], c, spec, model, path, gemm_kw)
     if full * step < length:  # a partial last step (gemm pads it with zeros)
@@ -97,7 +98,7 @@ def emulate(a24, b, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, remedy="
             text (`parse_remedy`); path: gemm's path; gemm_kw: more `jwmma.gemm` keywords
             (devices, mesh, options...).
     Returns:
-        float32 (*batch, M, N). The remedies' exact definitions: the module docstring of
+        (*batch, M, N) of the accumulator dtype (float32, float16 or bfloat16). The remedies' exact definitions: the module docstring of
         `jwmma.study`.
     """
     spec = lookup(builtin) if isinstance(builtin, str) else builtin
@@ -117,11 +118,13 @@ def emulate(a24, b, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, remedy="
         acc = np.zeros(partials[0].shape, np.float64)
         for p in partials:
             acc = acc + p.astype(np.float64)
-        out = acc.astype(np.float32)
+        out = to_f32_odd(acc).astype(partials[0].dtype)  # one rounding into the accumulator format
     else:
         out = partials[0]
         for p in partials[1:]:
-            out = (out + p).astype(np.float32)  # IEEE float32 addition (RNE), in chunk order
+            # IEEE addition in the accumulator's format (RNE), in chunk order (16-bit formats:
+            # the float32 sum of two of them rounds once, correctly)
+            out = (out.astype(np.float32) + p.astype(np.float32)).astype(out.dtype)
     return out.reshape(batch + (m, n))
 
 
