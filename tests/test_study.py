@@ -197,7 +197,7 @@ def test_cli_tiny_sweep(tmp_path, capsys):
     assert rc == 0
     cells = [line.split() for line in text.splitlines()]
     exact = [c for c in cells if c[:6] == ["normal", "fp8", "exact", "none", "128", "2"]]
-    assert len(exact) == 1 and exact[0][9] == "100.0%" and exact[0][10] == "0"  # one step: correctly rounded
+    assert len(exact) == 1 and exact[0][9] == "100%" and exact[0][10] == "0"  # one step: correctly rounded
     for f in ("points.jsonl", "points.csv", "summary.csv", "summary.json", "config.json"):
         assert os.path.exists(os.path.join(out, f)), f
     rows = json.load(open(os.path.join(out, "summary.json")))

@@ -5,8 +5,10 @@
 For every model: the time, the throughput (emulated multiply-adds = compressed products per
 second), and the error against the exact product of the same quantised operands (float64 /
 integer reference): max and mean relative error (|D - exact| / sum_k |a_ik b_kj|), the mean
-signed error (bias), the fraction of outputs bit-identical to the correctly rounded f32
-result, and a histogram of the f32 ulp distance. Long runs show a progress bar: the K steps
+signed error (bias), the fraction of outputs bit-identical to the exact product rounded once
+into D's format (f32, or f16/bf16 for the 16-bit accumulators), and a histogram of the ulp
+distance in that format. The reference is the product over all of K rounded once; the
+emulated kernel rounds after every K step (every model, exact included). Long runs show a progress bar: the K steps
 are issued in chunks, each chunk's D the next chunk's C, which gives the same bits.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..models.parse import model_label
 from ..study import data as study_data
 from ..study.exact_product import reference
 from ..study.measures import metrics
+from ..study.stats import percent
 from ..tiled import gemm
 from .common import CliError, models_of
 from .devices import add_device_args, mesh_from_args
@@ -81,11 +84,14 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         One dict per model: time, throughput and the error measures.
     """
     spec = lookup(builtin)
+    k4 = -(-k // 4) * 4  # operands drawn for whole 2:4 groups, then cut to K (gemm pads K again)
     if spec.integer:
-        a, b = int_operands(spec, m, n, k, seed, batch)
+        a, b = int_operands(spec, m, n, k4, seed, batch)
+        a, b = a[..., :k], b[..., :k, :]
         ref_int = int_reference(a, b, spec.k, clamp)
     else:
-        a, b = study_data.make_operands(dist, k, m, n, seed, builtin=spec.name, scaling=scaling)
+        a, b = study_data.make_operands(dist, k4, m, n, seed, builtin=spec.name, scaling=scaling)
+        a, b = a[..., :k], b[..., :k, :]
         if scale is not None:  # a real-valued scale of the quantised data (re-rounded)
             a = (a.astype(np.float64) * scale).astype(a.dtype)
             b = (b.astype(np.float64) * scale).astype(b.dtype)
@@ -158,7 +164,7 @@ def _hist_line(h: dict) -> str:
         lo = 2 ** (abs(b) - 1) if b else 0
         span = f"{lo}" if abs(b) <= 1 else f"{lo}..{2 * lo - 1}"
         label = "0" if b == 0 else ("+" if b > 0 else "-") + span
-        parts.append(f"{label}:{100 * h[key] / total:.1f}%")
+        parts.append(f"{label}:{percent(h[key] / total)}")
     return " ".join(parts[:9]) + (" ..." if len(parts) > 9 else "")
 
 
@@ -172,16 +178,18 @@ def print_table(rows, out=None):
     print(f"{r0['builtin']}: M={r0['m']} N={r0['n']} K={r0['k']} batch={tuple(r0['batch'])} "
           f"dist={r0['dist']} seed={r0['seed']} path={r0['path']} (time: wall clock with compilation; "
           f"MAC/s: compressed products per second, compiled)", file=out)
+    w = max([14] + [len(r["model"]) for r in rows])
     if integer:
-        print(f"{'model':14s} {'time':>9s} {'MAC/s':>10s} {'identical':>9s} {'max|err|':>9s}", file=out)
+        print(f"{'model':{w}s} {'time':>9s} {'MAC/s':>10s} {'identical':>9s} {'max|err|':>9s}", file=out)
         for r in rows:
-            print(f"{r['model']:14s} {r['seconds']:8.2f}s {r['macs_per_s']:10.3e} {r['identical']:9.4f} "
+            print(f"{r['model']:{w}s} {r['seconds']:8.2f}s {r['macs_per_s']:10.3e} {r['identical']:9.4f} "
                   f"{r['max_abs_err']:9d}", file=out)
         return
-    print(f"{'model':14s} {'time':>9s} {'MAC/s':>10s} {'max rel':>9s} {'mean rel':>9s} {'bias':>10s} "
-          f"{'identical':>9s}  ulp distance to the exact f32 result", file=out)
+    dest = {"f32": "f32", "f16": "f16", "bf16": "bf16"}.get(lookup(r0["builtin"]).c_type, "f32")
+    print(f"{'model':{w}s} {'time':>9s} {'MAC/s':>10s} {'max rel':>9s} {'mean rel':>9s} {'bias':>10s} "
+          f"{'identical':>9s}  {dest} ulp distance to the exact product rounded once to {dest}", file=out)
     for r in rows:
-        print(f"{r['model']:14s} {r['seconds']:8.2f}s {r['macs_per_s']:10.3e} {r['max_rel']:9.2e} "
+        print(f"{r['model']:{w}s} {r['seconds']:8.2f}s {r['macs_per_s']:10.3e} {r['max_rel']:9.2e} "
               f"{r['mean_rel']:9.2e} {r['bias']:10.2e} {r['ident']:9.4f}  {_hist_line(r['ulp_hist'])}", file=out)
 
 
@@ -204,10 +212,23 @@ def _cmd_gemm(args) -> int:
         spec = lookup(builtin)
     except ValueError as e:
         raise CliError(str(e)) from None
-    models = models_of(args.model) if args.model else ([spec.default_model] + ([] if spec.default_model == "exact" else ["exact"]))
+    for option, value, low in (("-m", args.m, 1), ("-n", args.n, 1), ("-k", args.k, 1), ("--seed", args.seed, 0)):
+        if value is not None and value < low:
+            raise CliError(f"{option} must be {'positive' if low else 'non-negative'}, got {value}")
+    bad = [x for x in args.batch if x < 1]
+    if bad:
+        raise CliError(f"--batch dims must be positive, got {bad[0]}")
+    if args.scale is not None and not np.isfinite(args.scale):
+        raise CliError(f"--scale must be a finite number, got {args.scale}")
+    if args.clamp and not spec.signed_choice:
+        raise CliError(f"--clamp applies to the RDNA4 iu8/iu4 builtins only, not {spec.name}")
+    try:
+        models = models_of(args.model) if args.model else ([spec.default_model] + ([] if spec.default_model == "exact" else ["exact"]))
+    except ValueError as e:
+        raise CliError(f"--model: {e}") from None
     if args.dist not in study_data.DISTRIBUTIONS:
         raise CliError(f"unknown distribution {args.dist!r}; valid: {', '.join(study_data.DISTRIBUTIONS)}")
-    k = args.k or 2 * args.m
+    k = 2 * args.m if args.k is None else args.k
     try:
         distribute = mesh_from_args(args)
         rows = run(builtin, models, args.m, args.n, k, batch=tuple(args.batch), dist=args.dist,

@@ -16,6 +16,8 @@ def _int_list(text: str, what: str) -> list[int]:
         for part in text.split(","):
             if "-" in part.strip()[1:]:
                 lo, hi = part.split("-", 1)
+                if int(hi) < int(lo):
+                    raise CliError(f"{what}: the range {part.strip()!r} is empty (write LO-HI with LO <= HI)")
                 out.extend(range(int(lo), int(hi) + 1))
             else:
                 out.append(int(part))
@@ -33,6 +35,8 @@ def cmd_layout(args) -> int:
             f"--index-set for {spec.name} must be one of {list(range(len(spec.index_sets)))} "
             f"({view.index_set_note(spec)})"
         )
+    if args.panel < 1:
+        raise CliError(f"--panel must be a positive number of columns, got {args.panel}")
     lanes = None
     if args.lane is not None:
         lanes = _int_list(args.lane, "--lane")

@@ -20,31 +20,49 @@ from .processes import add_process_args, init_from_args, leave
 __all__ = ["parse_ks", "parse_size", "parse_share", "cmd_study", "add"]
 
 
+def _int(text: str, option: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{option}: {what} must be an integer, got {text!r}") from None
+
+
 def parse_ks(text: str) -> list[int]:
-    """'128,1024' or '128:16384' (powers of two from..to) or a mix -> the K values."""
+    """'128,1024' or '128:16384' (powers of two from..to) or a mix -> the K values (positive
+    multiples of 4); ValueError naming --k otherwise."""
     out = []
-    for part in split_list(text):
+    parts = split_list(text)
+    if not parts:
+        raise ValueError(f"--k: give K values such as 128,1024 or 128:16384, got {text!r}")
+    for part in parts:
         if ":" in part:
-            lo, hi = (int(x) for x in part.split(":", 1))
+            lo, hi = (_int(x, "--k", "each end of a K range") for x in part.split(":", 1))
             if lo < 1 or hi < lo:
-                raise ValueError(f"bad K range {part!r}")
+                raise ValueError(f"--k: bad K range {part!r} (want 1 <= from <= to)")
             k = 1 << (lo - 1).bit_length()
             while k <= hi:
                 out.append(k)
                 k <<= 1
         else:
-            out.append(int(part))
+            out.append(_int(part, "--k", "K"))
+    bad = [k for k in out if k < 4 or k % 4]
+    if bad:
+        raise ValueError(f"--k: every K must be a positive multiple of 4, got {bad[0]}")
     return out
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """'64' or '64x32' -> (M, N)."""
+    """'64' or '64x32' -> (M, N), both positive; ValueError naming --size otherwise."""
     t = text.lower().split("x")
-    if len(t) == 1:
-        return int(t[0]), int(t[0])
-    if len(t) == 2:
-        return int(t[0]), int(t[1])
-    raise ValueError(f"--size takes M or MxN, got {text!r}")
+    if len(t) not in (1, 2):
+        raise ValueError(f"--size takes M or MxN, got {text!r}")
+    try:
+        m, n = (int(t[0]), int(t[-1]))
+    except ValueError:
+        raise ValueError(f"--size takes M or MxN (positive integers), got {text!r}") from None
+    if m < 1 or n < 1:
+        raise ValueError(f"--size: M and N must be positive, got {text!r}")
+    return m, n
 
 
 def parse_share(text: str) -> tuple[int, int]:
@@ -99,7 +117,10 @@ def _cmd_study(args, share) -> int:
         ks = parse_ks(args.k) if args.k else list(DEFAULT_KS)
         m, n = parse_size(args.size)
         formats = many(args.format, () if args.builtin else ("fp8",)) + many(args.builtin, ())
-        models = [parse_model(x) for x in many(args.model, DEFAULT_MODELS)]
+        try:
+            models = [parse_model(x) for x in many(args.model, DEFAULT_MODELS)]
+        except ValueError as e:
+            raise ValueError(f"--model: {e}") from None
         dists = many(args.dist, ("normal",))
         remedies = many(args.remedy, ("none",))
         if args.seeds < 1:
@@ -126,7 +147,7 @@ def _cmd_study(args, share) -> int:
         print(st.table())
         print(f"{len(st.points)} points ({len(st.summary)} aggregated rows) in {time.perf_counter() - t0:.1f} s; "
               f"rel = |d - ref| / sum|a*b|, bias = mean signed rel, ident = bit-identical to the correctly "
-              f"rounded reference, ulp = f32 steps from it; values are means over seeds.")
+              f"rounded reference (in D's format), ulp = steps of D's format from it; values are means over seeds.")
         if args.out:
             print(f"tables: {args.out}/points.csv, summary.csv, summary.json; rerun the same command to resume.")
     return 0
@@ -143,7 +164,7 @@ def add(subparsers) -> None:
     )
     p.add_argument("--k", metavar="LIST", help="GEMM depths: 128,1024 or 128:16384 (powers of two; "
                    "default 128:16384)")
-    p.add_argument("--model", "-m", action="append", metavar="LIST",
+    p.add_argument("--model", action="append", metavar="LIST",
                    help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain)")
     p.add_argument("--dist", action="append", metavar="LIST",
                    help=f"data distributions: {', '.join(DISTRIBUTIONS)} (default normal)")

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["METRICS", "KEY", "SUMMARY_KEY", "t975", "mean_ci", "aggregate", "format_table"]
+__all__ = ["METRICS", "KEY", "SUMMARY_KEY", "t975", "mean_ci", "aggregate", "percent", "format_table"]
 
 METRICS = ("max_rel", "mean_rel", "bias", "fro_rel", "ident", "mean_ulp", "mean_abs_ulp", "max_abs_ulp",
            "nonfinite", "rn_mean_rel")
@@ -59,6 +59,20 @@ def aggregate(points: list[dict]) -> list[dict]:
     return out
 
 
+def percent(v: float) -> str:
+    """A fraction as a percentage that never reads as a neighbour: "100%" and "0%" only when
+    exact, otherwise as many digits as it takes to differ from them (99.98%, 0.024%)."""
+    if v == 1.0:
+        return "100%"
+    if v == 0.0:
+        return "0%"
+    for digits in range(1, 10):
+        text = f"{100 * v:.{digits}f}"
+        if float(text) not in (0.0, 100.0):
+            return text + "%"
+    return f"{100 * v:.3g}%"
+
+
 def format_table(summary: list[dict], metrics=("mean_rel", "max_rel", "bias", "ident", "mean_abs_ulp")) -> str:
     """Summary rows as aligned text: one line per (dist, format, model, remedy, K)."""
     head = ["dist", "format", "model", "remedy", "K", "seeds"] + list(metrics)
@@ -68,7 +82,7 @@ def format_table(summary: list[dict], metrics=("mean_rel", "max_rel", "bias", "i
         for mname in metrics:
             v = r[mname]
             if mname == "ident":
-                cells.append(f"{100 * v:.1f}%")
+                cells.append(percent(v))
             elif mname in ("max_abs_ulp", "nonfinite"):
                 cells.append(f"{v:.0f}")
             else:
