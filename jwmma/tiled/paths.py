@@ -1,8 +1,8 @@
 """The two execution paths of a whole GEMM, on tile-padded element codes.
 
 Every output tile is accumulated over the K steps in order, each step one builtin call whose
-result is the next step's C (what a hardware kernel does; it matters for every model but
-`exact`). Both paths give the same bits:
+result is the next step's C (what a hardware kernel does; the order matters for every model,
+`exact` included: it rounds once per step). Both paths give the same bits:
 
 * `matrix_path`: every step runs the instruction arithmetic on whole matrices at once (all
   tiles together: an output depends only on its row of A, its column of B and the step
