@@ -80,7 +80,10 @@ def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), p
             hi = np.array([r.get(f"{metric}_hi", r[metric]) for r in ser], float)
             yy = np.where(y > 0, y, lo_val)
             line, = axx.plot(k, yy, "o-", label=label, ms=4)
-            axx.fill_between(k, np.maximum(lo, lo_val), np.maximum(hi, lo_val), color=line.get_color(), alpha=0.13)
+            # a band whose lower end is 0 cannot be drawn on a log axis: shade only where it is
+            # positive (no spurious drop to the floor)
+            axx.fill_between(k, np.maximum(lo, lo_val), np.maximum(hi, lo_val), where=lo > 0, interpolate=False,
+                             color=line.get_color(), alpha=0.13)
             zero = y <= 0
             if zero.any():
                 axx.plot(k[zero], yy[zero], "v", color=line.get_color(), ms=7)
@@ -95,19 +98,39 @@ def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), p
         axx.set_yscale("log")
         axx.set_xlabel("K (dense GEMM depth)")
         axx.set_ylabel(_METRIC_LABEL.get(metric, metric))
-        axx.set_title(title or f"{metric} vs K: " + ", ".join(str(x) for x in key), fontsize=10)
+        axx.set_title(title or f"{_METRIC_TITLE.get(metric, metric)} vs K: " + ", ".join(str(x) for x in key),
+                      fontsize=10)
         axx.grid(True, which="major", alpha=0.3)
-        axx.legend(fontsize=8)
+        _legend(axx)
     fig.tight_layout()
     return fig
 
+
+def _legend(axx):
+    """The legend inside the axes for a few series, outside (right of them) for many, so that
+    it never covers the data."""
+    n = len(axx.get_legend_handles_labels()[0])
+    if n > 4:
+        axx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    else:
+        axx.legend(fontsize=8, loc="best")
+
+
+_METRIC_TITLE = {
+    "mean_rel": "mean relative error",
+    "max_rel": "max relative error",
+    "fro_rel": "normwise relative error",
+    "bias": "bias",
+    "mean_abs_ulp": "mean |ulp error|",
+    "ident": "bit-identical fraction",
+}
 
 _METRIC_LABEL = {
     "mean_rel": "mean |d - ref| / sum|a*b|",
     "max_rel": "max |d - ref| / sum|a*b|",
     "fro_rel": "||D - ref||_F / ||ref||_F",
     "bias": "mean (d - ref) / sum|a*b|",
-    "mean_abs_ulp": "mean |ulp error| (f32 ulps)",
+    "mean_abs_ulp": "mean |ulp error| (ulps of D's format)",
     "ident": "fraction bit-identical",
 }
 
@@ -134,7 +157,7 @@ def plot_bias_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format"),
         axx.set_ylabel("bias: mean (d - ref) / sum|a*b|" + (" [units of u = 2^-24]" if units == "u" else ""))
         axx.set_title("bias vs K: " + ", ".join(str(x) for x in key), fontsize=10)
         axx.grid(True, alpha=0.3)
-        axx.legend(fontsize=8)
+        _legend(axx)
     fig.tight_layout()
     return fig
 
@@ -155,10 +178,10 @@ def plot_ident_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format")
                              color=line.get_color(), alpha=0.13)
         axx.set_xscale("log", base=2)
         axx.set_xlabel("K (dense GEMM depth)")
-        axx.set_ylabel("% outputs = correctly rounded f32")
+        axx.set_ylabel("% outputs = correctly rounded result")
         axx.set_title("bit-identical outputs vs K: " + ", ".join(str(x) for x in key), fontsize=10)
         axx.grid(True, alpha=0.3)
-        axx.legend(fontsize=8)
+        _legend(axx)
     fig.tight_layout()
     return fig
 
@@ -196,11 +219,11 @@ def plot_ulp_hist(summary, k=None, by=("model", "remedy"), panel_by=("dist", "fo
             axx.bar(x + (i - (len(series) - 1) / 2) * width, h, width, label=label)
         axx.set_xticks(x)
         axx.set_xticklabels([_bin_label(b) for b in bins], rotation=60, fontsize=7)
-        axx.set_xlabel("d - ref32 in f32 ulps (log2 bins)")
+        axx.set_xlabel("d - ref in ulps of D's format (log2 bins)")
         axx.set_yscale("log")
         axx.set_ylabel("fraction of outputs (log)")
         axx.set_title(f"ulp error at K={k}: " + ", ".join(str(x) for x in key), fontsize=10)
-        axx.legend(fontsize=8)
+        _legend(axx)
         axx.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
