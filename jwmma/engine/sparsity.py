@@ -184,15 +184,17 @@ def compress_2_4(a24, *, what: str = "a24"):
         if a24.size == 0:
             return jnp.zeros(half, a24.dtype), jnp.zeros(half, jnp.int32)
         nz = _nonzero(g)
-        count = nz.sum(-1)
+        count = nz.sum(-1, dtype=jnp.int32)  # 32-bit bookkeeping: no int64 temporaries of A's size
         fail_if(count > 2, _describe_2_4(what), count)
         vals = _bits(g) if _is_float(a24.dtype) else g
-        idx = jnp.arange(4)
+        idx = jnp.arange(4, dtype=jnp.int32)
         # first and second non-zero positions (4 = none)
-        p_first = jnp.min(jnp.where(nz, idx, 4), -1)
-        p_second = jnp.min(jnp.where(nz & (idx > p_first[..., None]), idx, 4), -1)
-        pos0 = jnp.where(count >= 2, p_first, jnp.where(count == 1, jnp.where(p_first == 3, 2, p_first), 2))
-        pos1 = jnp.where(count >= 2, p_second, 3)
+        four = jnp.int32(4)
+        p_first = jnp.min(jnp.where(nz, idx, four), -1)
+        p_second = jnp.min(jnp.where(nz & (idx > p_first[..., None]), idx, four), -1)
+        two, three = jnp.int32(2), jnp.int32(3)
+        pos0 = jnp.where(count >= 2, p_first, jnp.where(count == 1, jnp.where(p_first == 3, two, p_first), two))
+        pos1 = jnp.where(count >= 2, p_second, three)
         zero = jnp.zeros((), vals.dtype)
         v0 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos0[..., None], -1)[..., 0], zero)
         v1 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos1[..., None], -1)[..., 0], zero)

@@ -27,7 +27,7 @@ from ..engine.builtins import run_registers
 from ..engine.step import context, step
 from ..isa.table import BuiltinSpec
 
-__all__ = ["matrix_path", "register_path", "by_row_blocks", "row_block", "matrix_tile", "tiles", "untile"]
+__all__ = ["matrix_path", "register_path", "by_row_blocks", "row_block", "batch_chunk", "matrix_tile", "tiles", "untile"]
 
 
 # ---------------------------------------------------------------------------- shapes
@@ -85,9 +85,11 @@ def row_block(spec: BuiltinSpec, model, ctx, options, mp: int, np_: int, batch_s
 
 def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
     """Run ``kernel(a, p, b, c)`` on blocks of rows one after the other (lax.map): an output
-    row depends only on its own A row, so this bounds memory without changing any bit."""
+    row depends only on its own A row, so this bounds memory without changing any bit. A
+    batch too large for one block is cut too (`batch_chunk`): chunks of whole GEMMs one after
+    the other, so memory stays bounded at any batch size."""
 
-    def run(a_codes, pos, b_codes, c):
+    def rows_of(a_codes, pos, b_codes, c):
         mp, np_ = c.shape[-2:]
         rows = row_block(spec, model, ctx, options, mp, np_, int(np.prod(c.shape[:-2], dtype=np.int64)))
         if rows >= mp:
@@ -102,7 +104,32 @@ def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
         out = jnp.moveaxis(out, 0, -3)
         return out.reshape(*out.shape[:-3], mp, np_)
 
+    def run(a_codes, pos, b_codes, c):
+        batch = c.shape[:-2]
+        total = int(np.prod(batch, dtype=np.int64))
+        chunk = batch_chunk(spec, model, ctx, options, *c.shape[-2:], total)
+        if chunk >= total:
+            return rows_of(a_codes, pos, b_codes, c)
+        n_chunks = -(-total // chunk)
+
+        def split(x):  # (*batch, R, C) -> (chunks, chunk, R, C), zero GEMMs padding the last chunk
+            x = jnp.broadcast_to(x, batch + x.shape[-2:]).reshape(total, *x.shape[-2:])
+            x = jnp.pad(x, [(0, n_chunks * chunk - total), (0, 0), (0, 0)])
+            return x.reshape(n_chunks, chunk, *x.shape[-2:])
+
+        out = lax.map(lambda t: rows_of(*t), tuple(split(x) for x in (a_codes, pos, b_codes, c)))
+        return out.reshape(n_chunks * chunk, *out.shape[-2:])[:total].reshape(batch + out.shape[-2:])
+
     return run
+
+
+def batch_chunk(spec: BuiltinSpec, model, ctx, options, mp: int, np_: int, total: int) -> int:
+    """GEMMs of a flattened batch run at once: all of them when one step of the whole batch
+    fits the model's working set, else as many whole GEMMs as fit (at least 1; a GEMM whose
+    rows do not fit runs alone, in row blocks)."""
+    budget = model.working_set(ctx, options, (mp, spec.kc), (spec.k, np_))
+    per_gemm = spec.kc * np_ * mp
+    return max(1, min(total, budget // max(1, per_gemm)))
 
 
 # ---------------------------------------------------------------------------- the paths
@@ -119,11 +146,10 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
     Returns:
         (*batch, Mp, Np) int32 D codes.
     """
-    b_s = _steps_b(b_codes, spec.k)
-
-    def rows(a_codes, pos, _b, c):
+    def rows(a_codes, pos, b_codes, c):
         tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
         a_s, p_s = _steps_a(a_codes, pos, spec.kc)
+        b_s = _steps_b(b_codes, spec.k)
 
         def body(acc, x):
             # tiles of tm x tn outputs as a batch: each tile's selected B rows stay local
