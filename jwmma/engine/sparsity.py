@@ -56,20 +56,23 @@ def _magnitude_key(g):
     infinite magnitude (ties with Inf; above every finite value in formats without Inf)."""
     dtype = np.dtype(g.dtype)
     if not _is_float(dtype):
-        if dtype.itemsize < 8:
-            return jnp.abs(g.astype(jnp.int64)).astype(jnp.uint64)
+        ukey = jnp.uint64 if dtype.itemsize == 8 else jnp.uint32  # |x| of any int fits the unsigned width
         if jnp.issubdtype(dtype, jnp.unsignedinteger):
-            return g.astype(jnp.uint64)
-        u = lax.bitcast_convert_type(g, jnp.uint64)
-        return jnp.where(g < 0, jnp.uint64(0) - u, u)  # |int64 min| = 2**63 exactly
+            return g.astype(ukey)
+        if dtype.itemsize == 8:
+            u = lax.bitcast_convert_type(g, jnp.uint64)
+        else:
+            u = g.astype(jnp.int32).astype(jnp.uint32)
+        return jnp.where(g < 0, ukey(0) - u, u)  # two's complement negation: |int min| exactly
     width = dtype.itemsize * 8
-    key = (_bits(g) & ((1 << (width - 1)) - 1)).astype(jnp.uint64)
+    ukey = jnp.uint64 if width == 64 else jnp.uint32
+    key = (_bits(g) & ((1 << (width - 1)) - 1)).astype(ukey)
     nan = jnp.isnan(g)
     if np.isinf(np.array(np.inf, dtype)):
         inf_key = int(np.array(np.inf, dtype).view(np.dtype(f"u{dtype.itemsize}")))
     else:
         inf_key = (1 << (width - 1)) - 1
-    return jnp.where(nan, jnp.uint64(inf_key), key)
+    return jnp.where(nan, ukey(inf_key), key)
 
 
 def _keep_largest(g):
