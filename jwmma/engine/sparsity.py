@@ -12,6 +12,9 @@ are not zero) and copies kept values bit for bit (NaN payloads and signs include
 """
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -142,11 +145,17 @@ def prune_2_4(a, rule: str = "largest"):
                             f"for rule='hipsparselt', got {a.dtype}")
         if a.size == 0:
             return a
-        keep = _keep_largest(g) if rule == "largest" else _keep_hipsparselt(g)
-        if _is_float(a.dtype):
-            bits = _bits(g)
-            return _from_bits(jnp.where(keep, bits, jnp.zeros((), bits.dtype)), a.dtype).reshape(a.shape)
-        return jnp.where(keep, g, jnp.zeros((), g.dtype)).reshape(a.shape)
+        return _prune(g, rule).reshape(a.shape)
+
+
+@functools.partial(jax.jit, static_argnames="rule")
+def _prune(g, rule):
+    """Groups (..., G, 4) pruned by ``rule``: one fused program (no eager temporaries)."""
+    keep = _keep_largest(g) if rule == "largest" else _keep_hipsparselt(g)
+    if _is_float(g.dtype):
+        bits = _bits(g)
+        return _from_bits(jnp.where(keep, bits, jnp.zeros((), bits.dtype)), g.dtype)
+    return jnp.where(keep, g, jnp.zeros((), g.dtype))
 
 
 def _nonzero(g):
@@ -186,29 +195,38 @@ def compress_2_4(a24, *, what: str = "a24"):
         half = (*a24.shape[:-1], a24.shape[-1] // 2)
         if a24.size == 0:
             return jnp.zeros(half, a24.dtype), jnp.zeros(half, jnp.int32)
-        nz = _nonzero(g)
-        count = nz.sum(-1, dtype=jnp.int32)  # 32-bit bookkeeping: no int64 temporaries of A's size
+        values, pos, count = _compress(g)
         fail_if(count > 2, _describe_2_4(what), count)
-        vals = _bits(g) if _is_float(a24.dtype) else g
-        idx = jnp.arange(4, dtype=jnp.int32)
-        # first and second non-zero positions (4 = none)
-        four = jnp.int32(4)
-        p_first = jnp.min(jnp.where(nz, idx, four), -1)
-        p_second = jnp.min(jnp.where(nz & (idx > p_first[..., None]), idx, four), -1)
-        two, three = jnp.int32(2), jnp.int32(3)
-        pos0 = jnp.where(count >= 2, p_first, jnp.where(count == 1, jnp.where(p_first == 3, two, p_first), two))
-        pos1 = jnp.where(count >= 2, p_second, three)
-        zero = jnp.zeros((), vals.dtype)
-        v0 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos0[..., None], -1)[..., 0], zero)
-        v1 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos1[..., None], -1)[..., 0], zero)
-        # a lone non-zero below position 3 sits in slot 0; slot 1 (position 3) is a padding zero
-        v1 = jnp.where((count == 1) & (p_first < 3), zero, v1)
-        v0 = jnp.where((count == 1) & (p_first == 3), zero, v0)
-        values = jnp.stack([v0, v1], -1).reshape(half)
-        if _is_float(a24.dtype):
-            values = _from_bits(values, a24.dtype)
-        pos = jnp.stack([pos0, pos1], -1).reshape(half).astype(jnp.int32)
         return values, pos
+
+
+@jax.jit
+def _compress(g):
+    """(values, positions, non-zero count per group) of groups (..., G, 4): one fused program
+    (no eager temporaries of A's size)."""
+    nz = _nonzero(g)
+    count = nz.sum(-1, dtype=jnp.int32)
+    vals = _bits(g) if _is_float(g.dtype) else g
+    idx = jnp.arange(4, dtype=jnp.int32)
+    four = jnp.int32(4)
+    # first and second non-zero positions (4 = none)
+    p_first = jnp.min(jnp.where(nz, idx, four), -1)
+    p_second = jnp.min(jnp.where(nz & (idx > p_first[..., None]), idx, four), -1)
+    two, three = jnp.int32(2), jnp.int32(3)
+    pos0 = jnp.where(count >= 2, p_first, jnp.where(count == 1, jnp.where(p_first == 3, two, p_first), two))
+    pos1 = jnp.where(count >= 2, p_second, three)
+    zero = jnp.zeros((), vals.dtype)
+    v0 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos0[..., None], -1)[..., 0], zero)
+    v1 = jnp.where(count >= 1, jnp.take_along_axis(vals, pos1[..., None], -1)[..., 0], zero)
+    # a lone non-zero below position 3 sits in slot 0; slot 1 (position 3) is a padding zero
+    v1 = jnp.where((count == 1) & (p_first < 3), zero, v1)
+    v0 = jnp.where((count == 1) & (p_first == 3), zero, v0)
+    half = (*g.shape[:-2], g.shape[-2] * 2)
+    values = jnp.stack([v0, v1], -1).reshape(half)
+    if _is_float(g.dtype):
+        values = _from_bits(values, g.dtype)
+    pos = jnp.stack([pos0, pos1], -1).reshape(half)
+    return values, pos, count
 
 
 def decompress_2_4(values, pos, *, check: bool = False):

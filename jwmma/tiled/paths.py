@@ -110,11 +110,15 @@ def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
         chunk = batch_chunk(spec, model, ctx, options, *c.shape[-2:], total)
         if chunk >= total:
             return rows_of(a_codes, pos, b_codes, c)
+        # a divisor of the batch when one is near (no padded copy of the operands), else pad
+        div = next((d for d in range(chunk, max(1, chunk // 2) - 1, -1) if total % d == 0), None)
+        chunk = div or chunk
         n_chunks = -(-total // chunk)
 
         def split(x):  # (*batch, R, C) -> (chunks, chunk, R, C), zero GEMMs padding the last chunk
             x = jnp.broadcast_to(x, batch + x.shape[-2:]).reshape(total, *x.shape[-2:])
-            x = jnp.pad(x, [(0, n_chunks * chunk - total), (0, 0), (0, 0)])
+            if n_chunks * chunk > total:
+                x = jnp.pad(x, [(0, n_chunks * chunk - total), (0, 0), (0, 0)])
             return x.reshape(n_chunks, chunk, *x.shape[-2:])
 
         out = lax.map(lambda t: rows_of(*t), tuple(split(x) for x in (a_codes, pos, b_codes, c)))
