@@ -309,7 +309,8 @@ def test_item5_builtin_with_zero_waves(name):
     assert d.shape == c.shape and np.asarray(d).dtype == c.dtype
 
 
-@pytest.mark.parametrize("name", O.NAMES)
+@pytest.mark.parametrize("name", SMALL_FAMILY + [pytest.param(n, marks=pytest.mark.slow)
+                                                 for n in O.NAMES if n not in SMALL_FAMILY])
 def test_item5_fragments_with_zero_batch(name):
     bt = O.TABLE[name]
     vt = {"f16": np.float16, "bf16": BF16, "fp8": E4M3, "bf8": E5M2, "iu8": np.int8, "i8": np.int8,
@@ -406,6 +407,7 @@ def test_item5_cli_gemm_empty_or_negative_sizes(argv, option):
     assert_clean_cli_error(argv, option)
 
 
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 # =============================================================================== item 7
 @pytest.mark.parametrize("builtin", [F16_ACC, BF16_ACC])
 def test_item7_study_runs_16_bit_accumulators(builtin):
@@ -416,6 +418,7 @@ def test_item7_study_runs_16_bit_accumulators(builtin):
     assert st.points[0]["ident"] == 1.0
 
 
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 def test_item7_study_cli_with_f16_accumulator(tmp_path):
     rc, out, err, exc = run_cli(["study", "--builtin", F16_ACC, "--k", "32", "--model", "exact", "--seeds", "1",
                                  "--size", "16", "--no-plots", "--no-progress", "--out", str(tmp_path / "st")])
@@ -437,6 +440,7 @@ def test_item8_layout_panel_zero():
     assert_clean_cli_error(["layout", F16_C4, "--grid", "--panel", "0"], "--panel")
 
 
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 def test_item8_gemm_k_not_a_multiple_of_4_works_like_the_api():
     rc, out, err, exc = run_cli(["gemm", "-m", "16", "-n", "16", "-k", "6", "--no-progress"])
     assert exc is None and rc == 0, err[-1500:]
@@ -571,6 +575,7 @@ def test_item10_dot_dtype_error_lists_the_integer_dtypes():
         assert name in str(info.value), str(info.value)
 
 
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 # ============================================================================== item 11
 @pytest.mark.parametrize("builtin", [F16_ACC, BF16_ACC])
 def test_item11_gemm_cli_compares_in_the_destination_format(builtin):
@@ -582,6 +587,7 @@ def test_item11_gemm_cli_compares_in_the_destination_format(builtin):
     assert row["max_abs_ulp"] == 0
 
 
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 # ============================================================================== item 12
 def test_item12_exact_is_order_dependent_at_gemm_level(rng):
     """The fact the docs must state: `exact` rounds to f32 after every K step (builtin call),
@@ -628,6 +634,7 @@ def test_item13_study_dash_m_is_not_model():
     assert not re.search(r"--model(?: \S+)?, -m\b|(?<![\w-])-m(?: \S+)?, --model\b", flat), "-m means M in `jwmma gemm`"
 
 
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 def test_item13_gemm_table_aligns_with_long_model_names():
     long_model = "FusedGroups(group=32, product_rounding='nearest')"
     rc, out, err, exc = run_cli(["gemm", "--builtin", F16_C4, "-m", "16", "-n", "16", "-k", "64", "--model",
