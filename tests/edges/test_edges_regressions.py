@@ -407,8 +407,8 @@ def test_item5_cli_gemm_empty_or_negative_sizes(argv, option):
     assert_clean_cli_error(argv, option)
 
 
-@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 # =============================================================================== item 7
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 @pytest.mark.parametrize("builtin", [F16_ACC, BF16_ACC])
 def test_item7_study_runs_16_bit_accumulators(builtin):
     st = jwmma.study.run(ks=[32], models=["exact"], formats=[builtin], seeds=1, m=16, n=16,
@@ -575,8 +575,8 @@ def test_item10_dot_dtype_error_lists_the_integer_dtypes():
         assert name in str(info.value), str(info.value)
 
 
-@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 # ============================================================================== item 11
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 @pytest.mark.parametrize("builtin", [F16_ACC, BF16_ACC])
 def test_item11_gemm_cli_compares_in_the_destination_format(builtin):
     rc, out, err, exc = run_cli(["gemm", "--builtin", builtin, "-m", "32", "-n", "32", "-k", "32", "--model", "exact",
@@ -587,8 +587,8 @@ def test_item11_gemm_cli_compares_in_the_destination_format(builtin):
     assert row["max_abs_ulp"] == 0
 
 
-@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 # ============================================================================== item 12
+@pytest.mark.slow  # runs real GEMMs through the CLI/study: kept out of the default run's budget
 def test_item12_exact_is_order_dependent_at_gemm_level(rng):
     """The fact the docs must state: `exact` rounds to f32 after every K step (builtin call),
     so the order of the steps changes the result (here about 60% of the outputs)."""
