@@ -118,7 +118,8 @@ def emulate(a24, b, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, remedy="
         acc = np.zeros(partials[0].shape, np.float64)
         for p in partials:
             acc = acc + p.astype(np.float64)
-        out = to_f32_odd(acc).astype(partials[0].dtype)  # one rounding into the accumulator format
+        dt = partials[0].dtype  # one rounding into the accumulator format (16-bit: via f32 rounded to odd)
+        out = acc.astype(np.float32) if dt == np.float32 else to_f32_odd(acc).astype(dt)
     else:
         out = partials[0]
         for p in partials[1:]:
