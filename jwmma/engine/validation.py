@@ -167,9 +167,16 @@ def fail_if(bad, describe, *operands) -> None:
         describe: builds the message from the numpy values of ``bad`` and ``operands``.
     """
     if is_concrete(bad) and all(is_concrete(o) for o in operands):
-        b = np.asarray(bad)
+        if isinstance(bad, jax.Array) and not bool(jnp.any(bad)):
+            return  # one scalar comes back, never the array (global arrays of several processes too)
+        try:
+            b = np.asarray(bad)
+            ops = [np.asarray(o) for o in operands]
+        except Exception:  # noqa: BLE001 - not addressable here (a multi-process global array)
+            got = first_violation(bad, bad)
+            raise ValueError(f"{got[0]} value(s) fail jwmma's check; first at {got[1]}") from None
         if b.any():
-            raise ValueError(describe(b, *(np.asarray(o) for o in operands)))
+            raise ValueError(describe(b, *ops))
         return
     bad = jnp.asarray(bad)
     if _CHECKIFY.get():
