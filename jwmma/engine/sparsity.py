@@ -165,16 +165,20 @@ def _nonzero(g):
     return (_bits(g) & ((1 << (width - 1)) - 1)) != 0  # -0.0 is zero, NaN is not
 
 
+def _message_2_4(what, first, nonzeros, total):
+    *row, group = first
+    return (
+        f"{what} is not 2:4 sparse: row {tuple(row) if len(row) != 1 else row[0]} group {group} "
+        f"(elements {4 * group}..{4 * group + 3}) has {int(nonzeros)} non-zeros "
+        f"({int(total)} such group(s)); prune it first (jwmma.prune_2_4)"
+        + (", or pass prune=True" if what == "a" else "")
+    )
+
+
 def _describe_2_4(what):
     def describe(bad, count):
         first = tuple(int(i) for i in np.argwhere(bad)[0])
-        *row, group = first
-        return (
-            f"{what} is not 2:4 sparse: row {tuple(row) if len(row) != 1 else row[0]} group {group} "
-            f"(elements {4 * group}..{4 * group + 3}) has {int(count[first])} non-zeros "
-            f"({int(bad.sum())} such group(s)); prune it first (jwmma.prune_2_4)"
-            + (", or pass prune=True" if what == "a" else "")
-        )
+        return _message_2_4(what, first, count[first], bad.sum())
 
     return describe
 
@@ -196,7 +200,8 @@ def compress_2_4(a24, *, what: str = "a24"):
         if a24.size == 0:
             return jnp.zeros(half, a24.dtype), jnp.zeros(half, jnp.int32)
         values, pos, count = _compress(g)
-        fail_if(count > 2, _describe_2_4(what), count)
+        fail_if(count > 2, _describe_2_4(what), count,
+                describe_first=lambda total, first, nonzeros: _message_2_4(what, first, nonzeros, total))
         return values, pos
 
 

@@ -158,13 +158,16 @@ class _Message(str):
         return hash(str(self))
 
 
-def fail_if(bad, describe, *operands) -> None:
+def fail_if(bad, describe, *operands, describe_first=None) -> None:
     """Raise ValueError(describe(*operands as numpy)) where any of ``bad`` is True.
 
     Args:
         bad: a boolean array; concrete: checked now; traced: when the computation runs (a
             host callback, or a checkify check inside `jwmma.checked`).
         describe: builds the message from the numpy values of ``bad`` and ``operands``.
+        describe_first: for arrays that cannot be read back whole (a global array of several
+            processes): builds the same message from (count, first index, operands[0] there),
+            which `first_violation` gets as scalars.
     """
     if is_concrete(bad) and all(is_concrete(o) for o in operands):
         if isinstance(bad, jax.Array) and not bool(jnp.any(bad)):
@@ -173,7 +176,9 @@ def fail_if(bad, describe, *operands) -> None:
             b = np.asarray(bad)
             ops = [np.asarray(o) for o in operands]
         except Exception:  # noqa: BLE001 - not addressable here (a multi-process global array)
-            got = first_violation(bad, bad)
+            got = first_violation(bad, operands[0] if operands else bad)
+            if describe_first is not None:
+                raise ValueError(describe_first(*got)) from None
             raise ValueError(f"{got[0]} value(s) fail jwmma's check; first at {got[1]}") from None
         if b.any():
             raise ValueError(describe(b, *ops))
