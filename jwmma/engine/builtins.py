@@ -60,7 +60,7 @@ def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
     """Waves per block of a direct builtin call: one block's products (waves x M x Kc x N)
     stay under the model's working set (`jwmma.models.Model.working_set` for one wave), so
     that intermediates stay in cache and peak memory does not grow with the batch."""
-    budget = model.working_set(ctx, options, (spec.m, spec.kc), (spec.k, spec.n))
+    budget = model.working_set(ctx, options, (2, spec.m, spec.kc), (2, spec.k, spec.n))  # one of many waves
     per_wave = spec.m * spec.kc * spec.n
     return int(max(1, min(waves, budget // per_wave)))
 
