@@ -8,8 +8,12 @@ which HIP arguments it takes, in which order, and how they map onto the engine's
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 from .. import models
 from ..isa.conventions import python_signature, roles
@@ -21,7 +25,7 @@ from .options import resolve as resolve_options
 from .step import context, step
 from .validation import as_array, broadcast_batch, check_bool_kw, check_static_bool
 
-__all__ = ["call", "make", "run_registers", "FUNCTIONS", *BUILTINS]
+__all__ = ["call", "make", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
 
 
 # ------------------------------------------------------------------------------ the kernel
@@ -52,6 +56,41 @@ run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "opti
                                                      "clamp"))
 
 
+def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
+    """Waves per block of a direct builtin call: one block's products (waves x M x Kc x N)
+    stay under the model's working set (`jwmma.models.Model.working_set` for one wave), so
+    that intermediates stay in cache and peak memory does not grow with the batch."""
+    budget = model.working_set(ctx, options, (2, spec.m, spec.kc), (2, spec.k, spec.n))  # one of many waves
+    per_wave = spec.m * spec.kc * spec.n
+    return int(max(1, min(waves, budget // per_wave)))
+
+
+def _waves(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=True, b_signed=True,
+           clamp=False):
+    """`_registers` on (W, lanes, n) registers, W waves cut into blocks (`wave_block`) run one
+    after the other (lax.map): every wave is independent, so no bit changes, and memory is
+    the operands, D and one block's working set at any W."""
+    w = a.shape[0]
+    run = functools.partial(_registers, spec, model, s=s, options=options, a_signed=a_signed, b_signed=b_signed,
+                            clamp=clamp)
+    bw = wave_block(spec, model, context(spec, clamp), options, w)
+    if bw >= w:
+        return run(a, b, c, idx)
+    nb = -(-w // bw)
+    pad = nb * bw - w
+
+    def blocks(x):
+        x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)) if pad else x
+        return x.reshape(nb, bw, *x.shape[1:])
+
+    out = lax.map(lambda t: run(*t), (blocks(a), blocks(b), blocks(c), blocks(idx)))
+    return out.reshape(nb * bw, *out.shape[2:])[:w]
+
+
+#: a direct builtin call: the kernel over blocks of waves
+run_waves = jax.jit(_waves, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp"))
+
+
 def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
          check=False, options=None, backend=None):
     """Validate the operands of ``spec`` and run it: what every builtin function does.
@@ -77,9 +116,11 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         report_violations(spec, idx, s)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(c.shape, c.dtype)
+    w = int(np.prod(batch, dtype=np.int64))
+    flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx)]
     with x64_scope():
-        return run_registers(spec, m, a, b, c, idx, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
-                             clamp=clamp)
+        d = run_waves(spec, m, *flat, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+    return d.reshape(batch + d.shape[1:])
 
 
 # ------------------------------------------------------------------------ the functions

@@ -26,7 +26,8 @@ class Options:
     """Execution choices. Fields (None: the platform's default, decided by `resolve`):
 
     backend: 'auto' or 'xla' (the kernels are XLA programs; 'auto' resolves to 'xla').
-    group_dots: form fp8/bf8 fused-group sums as matrix products where a model allows it
+    group_dots: form sums as matrix products where a model proves them exact (fp8/bf8
+        fused groups under a window test; `exact` on fp8 x fp8, always exact in float64)
         (None: on CPUs, where the per-product path is memory-bound; off on GPUs, where its
         per-group intermediates cost more memory traffic than they save).
     tile_n: output tile width of the GEMM matrix path (0: untiled; None: untiled on CPUs so

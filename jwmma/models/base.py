@@ -112,7 +112,9 @@ class Model:
 
         Args:
             ctx: the formats; options: resolved execution options (``block_elems`` wins when
-                set); a_shape: (M, Kc) of one step's A; b_shape: (Kd, N) of its B.
+                set); a_shape: (M, Kc) of one step's A; b_shape: (Kd, N) of its B; leading
+                dims (direct builtin calls: (2, M, Kc)) say the step is one of a batch of
+                independent instructions.
         Returns:
             The budget: 2**27 on GPUs (large blocks fill the device); 2**18 elsewhere (the
             per-product fusions keep their intermediates in cache: about 1.6x faster than

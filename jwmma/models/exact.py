@@ -13,14 +13,19 @@ import math
 from dataclasses import dataclass
 
 import jax.numpy as jnp
+from jax import lax
 
 from ..numerics.formats import ZERO_EXP, decode
-from ..numerics.rounding import fields_to_f64, pow2_f64, round_to_format
+from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
+from . import fused_dots
 from .base import Context, Model, as_column
 from .specials import product_specials as _product_specials
 from .specials import specials_shortcut
 
-__all__ = ["Exact", "exact_sum_bits"]
+#: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
+_DOTS_BLOCK_ELEMS = 2**24
+
+__all__ = ["Exact", "exact_sum_bits", "band_sums_bits", "one_band"]
 
 
 def _plan(ctx: Context, k: int):
@@ -54,16 +59,32 @@ def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int):
     p_f64 (..., K, N): exact float64 products (0 where absent); p_exp: MMA-Sim exponent sums
     (the band key); p_sign: product signs (for the sign of an exact zero); c_fields: decoded
     finite accumulator. Returns (bits, is_zero)."""
+    g = _plan(ctx, k)
+    w, nb = g["w"], g["nb"]
+    band = jnp.clip((p_exp - g["emin"]) // w, 0, nb - 1)
+    # exact: a band's terms share a grid and fit 53 bits
+    sums = [(p_f64 if nb == 1 else jnp.where(band == j, p_f64, 0.0)).sum(axis=-2) for j in range(nb)]
+    return band_sums_bits(sums, c_fields, ctx, k)
+
+
+def one_band(ctx: Context, k: int) -> bool:
+    """Static: are K products of ctx.a x ctx.b one band (`band_sums_bits`)? Then their sum is
+    exact in float64 in any order (every partial sum lies on the band's grid within 53 bits),
+    so a float64 matrix product forms it (fp8 x fp8: products are multiples of 2**-18 below
+    2**14; bf8 and 16-bit formats span more than one band)."""
+    return _plan(ctx, k)["nb"] == 1
+
+
+def band_sums_bits(sums, c_fields, ctx: Context, k: int):
+    """Bits of RN(sum_j sums[j] + C) (`exact_sum_bits` after its band sums): ``sums`` are the
+    exact float64 band sums (..., N), band j on the grid 2**(emin - mab + j w) of `_plan`."""
     fc = ctx.c
     g = _plan(ctx, k)
-    w, nw, nb, t, g0, nl = g["w"], g["nw"], g["nb"], g["t"], g["g0"], g["nl"]
-    shape = jnp.broadcast_shapes(p_f64.shape[:-2] + p_f64.shape[-1:], c_fields.sig.shape)
+    w, nw, t, g0, nl = g["w"], g["nw"], g["t"], g["g0"], g["nl"]
+    shape = jnp.broadcast_shapes(sums[0].shape, c_fields.sig.shape)
     zero = jnp.zeros(shape, jnp.int64)
     limbs = [zero] * nl
-    band = jnp.clip((p_exp - g["emin"]) // w, 0, nb - 1)
-    for j in range(nb):
-        part = p_f64 if nb == 1 else jnp.where(band == j, p_f64, 0.0)
-        s = part.sum(axis=-2)  # exact: the band's terms share a grid and fit 53 bits
+    for j, s in enumerate(sums):
         grid = g["emin"] - g["mab"] + j * w
         limbs[t + j] = limbs[t + j] + (s * pow2_f64(-grid)).astype(jnp.int64)
     # C = +-csig * 2**(ec - mbits), placed on the limb grid (it spans at most 3 limbs)
@@ -130,7 +151,51 @@ class Exact(Model):
         def per_product(specials):
             return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
 
-        return specials_shortcut(ctx, a, b, per_product)
+        finite = None
+        if self.dots_apply(ctx, options, a.sig.shape, b.sig.shape):
+            def finite():  # a -0 C is the one case where the sign of each zero product matters
+                neg_zero = jnp.any(c == jnp.int32(-(1 << 31) if ctx.c.bits == 32 else 1 << (ctx.c.bits - 1)))
+                return lax.cond(neg_zero, lambda: per_product(False), lambda: self._dots(ctx, a, pos, b, c))
+
+        return specials_shortcut(ctx, a, b, per_product, finite)
+
+    def dots_apply(self, ctx: Context, options, a_shape, b_shape) -> bool:
+        """Static: the products' sum as one float64 matrix product (`one_band`) when the
+        options allow (``group_dots``) and the shapes fold into large products."""
+        return bool(options.group_dots) and not ctx.integer and fused_dots.foldable(a_shape, b_shape) \
+            and one_band(ctx, a_shape[-1])
+
+    def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
+        """`Model.working_set`; matrix products want large blocks."""
+        budget = super().working_set(ctx, options, a_shape, b_shape)
+        if options.block_elems is None and self.dots_apply(ctx, options, a_shape, b_shape):
+            return max(budget, _DOTS_BLOCK_ELEMS)
+        return budget
+
+    def _dots(self, ctx: Context, a, pos, b, c_bits):
+        """D for finite A, B and no -0 in C: the exact sum S of the products as one float64
+        matrix product (`one_band` proves it exact in any order), then RN(S + C) by an
+        error-free float64 sum rounded to odd (a few operations per output instead of the
+        limbs of `band_sums_bits`, which dominated the per-output cost)."""
+        fa, fb, fc = ctx.a, ctx.b, ctx.c
+        a, pos, b, c_bits, unfold = fused_dots.fold(a, pos, b, c_bits)
+        pa = fields_to_f64(a.sign, a.sig, a.exp, fa.mbits)
+        pb = fields_to_f64(b.sign, b.sig, b.exp, fb.mbits)
+        s = fused_dots.dense_dot(pa, pos, pb, jnp.float64)
+        cf = decode(fc, c_bits)
+        special = cf.nan | cf.inf
+        cfin = cf._replace(sig=jnp.where(special, 0, cf.sig), exp=jnp.where(special, ZERO_EXP, cf.exp))
+        # RN(S + C) for the exact float64 S and C: an error-free sum, rounded to odd in float64
+        # and then once to the destination (>= 2 more bits than any target: one correct
+        # rounding; S + C is a normal float64 or 0 here, far from float64 overflow)
+        hi, lo = two_sum(s, fields_to_f64(cfin.sign, cfin.sig, cfin.exp, fc.mbits))
+        bits = round_f64(round_to_odd(hi, lo), fc)
+        bits = jnp.where(hi == 0, 0, bits)  # no -0 C: an exact zero is +0
+        inf_bits = ((1 << fc.ebits) - 1) << fc.mbits
+        bits = jnp.where(cf.inf & (cf.sign == 0), inf_bits, bits)
+        bits = jnp.where(cf.inf & (cf.sign == 1), inf_bits | (1 << (fc.bits - 1)), bits)
+        bits = jnp.where(cf.nan, fc.qnan, bits)
+        return unfold(bits.astype(jnp.int32))
 
     def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
         """`Model.accumulate`; ``product_specials=False`` promises that no operand is NaN/Inf
