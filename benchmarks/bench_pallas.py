@@ -10,7 +10,7 @@ adversarial corner (`jwmma.backends.pallas.testdata`), beside `jnp.dot(f32, HIGH
 same shape in the same run: one warm-up call (compile), then the median of ``--reps`` calls,
 each ended by `block_until_ready`. MAC = emulated (compressed) multiply-add = M*N*K/2. Two
 blocks of every D (the corner tile, rows/cols 0..31/0..63, and an interior one) go to
-``DIR/samples_<row>.npz``; ``--check DIR`` rebuilds the same operands on the CPU and compares
+``DIR/samples.npz``; ``--check DIR`` rebuilds the same operands on the CPU and compares
 those blocks with the XLA path's bits (an output depends only on its row of A and column of B).
 """
 from __future__ import annotations
@@ -81,6 +81,9 @@ def _time(fn, reps):
     return first, statistics.median(ts), out
 
 
+SAMPLES: dict = {}
+
+
 def bench_row(label, builtin, model, kw, m, n, k, reps, out_dir):
     spec = jwmma.BUILTINS[builtin]
     m_obj = _model(spec, model)
@@ -91,9 +94,9 @@ def bench_row(label, builtin, model, kw, m, n, k, reps, out_dir):
     with x64_scope():
         first, med, d = _time(lambda: fn(a, p, b, c), reps)
     d = np.asarray(d)
-    if out_dir:
-        blocks = {f"r{r}_c{cc}": d[r:r + 32, cc:cc + 64] for r, cc in _blocks(m)}
-        np.savez(os.path.join(out_dir, f"samples_{label}.npz"), **blocks)
+    if out_dir:  # one small uncompressed file, rewritten after every row
+        SAMPLES.update({f"{label}|r{r}_c{cc}": d[r:r + 32, cc:cc + 64] for r, cc in _blocks(m)})
+        np.savez(os.path.join(out_dir, "samples.npz"), **SAMPLES)
     mac = m * n * k / 2
     return dict(label=label, builtin=builtin, model=model, options=kw, m=m, n=n, k=k,
                 tiling=f"{t.tm}x{t.tn} w{t.num_warps} s{t.num_stages}{' vec3' if t.vec3 else ''}",
@@ -114,22 +117,21 @@ def check(out_dir):
     res = json.load(open(os.path.join(out_dir, "results.json")))
     xla = resolve(Options(backend="xla"))
     bad_total = 0
+    samples = np.load(os.path.join(out_dir, "samples.npz"))
     for row in res["rows"]:
-        path = os.path.join(out_dir, f"samples_{row['label']}.npz")
-        if not os.path.exists(path):
+        if "builtin" not in row or f"{row['label']}|r0_c0" not in samples:
             print(f"{row['label']}: no samples")
             continue
         spec = jwmma.BUILTINS[row["builtin"]]
         m_obj = _model(spec, row["model"])
         a, p, b, c = gemm_codes(spec, row["m"], row["n"], row["k"], seed=11)
-        got = np.load(path)
         for r, cc in _blocks(row["m"]):
             with x64_scope():
                 ref = np.asarray(paths.matrix_path(
                     jnp.asarray(a[r:r + 32]), jnp.asarray(p[r:r + 32]), jnp.asarray(b[:, cc:cc + 64]),
                     jnp.asarray(c[r:r + 32, cc:cc + 64]), spec=spec, model=m_obj, options=xla, a_signed=True,
                     b_signed=True, clamp=False))
-            bad = int((ref.astype(np.uint32) != got[f"r{r}_c{cc}"].astype(np.uint32)).sum())
+            bad = int((ref.astype(np.uint32) != samples[f"{row['label']}|r{r}_c{cc}"].astype(np.uint32)).sum())
             bad_total += bad
             print(f"{row['label']} block ({r}, {cc}): {bad} of {ref.size} differ from the CPU", flush=True)
     print(f"total mismatches: {bad_total}")
