@@ -47,16 +47,16 @@ ROWS = [
 ]
 #: --sweep: cheaper variants toward 1e12 for cdna3 / gfx12 (same bits; bit-tested on the CPU)
 SWEEP = [
-    ("fp8_cdna3_fc", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(float_combine=True)),
-    ("fp8_cdna3_8x64", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=64)),
-    ("fp8_cdna3_16x128", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=16, tn=128)),
-    ("fp8_cdna3_16x32_w2", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=16, tn=32, num_warps=2)),
-    ("fp8_cdna3_16x64_s2", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(num_stages=2)),
-    ("f16_cdna3_fc", "smfmac_f32_16x16x64_f16", "cdna3", dict(float_combine=True)),
-    ("f16_gfx12_fr", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(float_round=True)),
-    ("f16_gfx12_64x64", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=64, tn=64, num_warps=8)),
-    ("f16_gfx12_16x64", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=16, tn=64)),
-    ("f16_gfx12_32x128_w8", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=32, tn=128, num_warps=8)),
+    ("fp8_cdna3_16x64_int", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=16, float_combine=False)),
+    ("fp8_cdna3_8x128", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=128)),
+    ("fp8_cdna3_8x32_w2", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=32, num_warps=2)),
+    ("fp8_cdna3_8x64_w2", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=64, num_warps=2)),
+    ("f16_cdna3_16x64_int", "smfmac_f32_16x16x64_f16", "cdna3", dict(tm=16, float_combine=False)),
+    ("f16_cdna3_8x128", "smfmac_f32_16x16x64_f16", "cdna3", dict(tm=8, tn=128)),
+    ("f16_gfx12_int", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(float_round=False)),
+    ("f16_gfx12_16x64", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=16)),
+    ("f16_gfx12_32x32_w2", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tn=32, num_warps=2)),
+    ("f16_gfx12_16x128", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=16, tn=128)),
 ]
 BLOCKS = ((0, 0), (4096, 4096))  # corners of the sampled (32 x 64) blocks (scaled into the size)
 

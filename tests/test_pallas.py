@@ -35,24 +35,25 @@ XLA = resolve(Options(backend="xla", platform="cpu"))
 PAL = resolve(Options(backend="pallas", platform="cpu", pallas=PallasOptions(tm=32, tn=64, interpret=True)))
 
 CORE = [
-    ("smfmac_f32_16x16x128_fp8_fp8", None, {}),  # cdna3 fp8, 3-D kernel (the default)
-    ("swmmac_f32_16x16x32_f16_w32", None, {}),  # gfx12 f16 -> f32
+    ("smfmac_f32_16x16x128_fp8_fp8", None, {}),  # cdna3 fp8, 3-D kernel, float64 combine (defaults)
+    ("swmmac_f32_16x16x32_f16_w32", None, {}),  # gfx12 f16 -> f32, rounding by conversion
     ("swmmac_f16_16x16x32_f16_w32", None, {}),  # gfx12 per-step narrowing to f16
     ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
     ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),
     ("swmmac_i32_16x16x32_iu8_w32", None, dict(clamp=True)),
 ]
 SLOW = [
-    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(vec3=False)),
+    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(float_combine=False)),
+    ("swmmac_f32_16x16x32_f16_w32", None, dict(float_round=False)),
+    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(vec3=False, float_combine=False)),
     ("smfmac_f32_16x16x128_fp8_fp8", None, dict(vec3=False, reload=True, float_combine=True)),
     ("smfmac_f32_16x16x128_bf8_fp8", None, {}),
     ("smfmac_f32_32x32x64_fp8_bf8", None, {}),
     ("smfmac_f32_16x16x64_f16", None, {}),
-    ("smfmac_f32_16x16x64_f16", None, dict(float_combine=True)),
+    ("smfmac_f32_16x16x64_f16", None, dict(float_combine=False)),
     ("smfmac_f32_32x32x32_bf16", None, {}),
     ("smfmac_f32_16x16x64_bf16", "cdna3_c785138", {}),
     ("smfmac_f32_16x16x128_fp8_fp8", models.CDNA3(group=8, product_rounding="nearest"), {}),
-    ("swmmac_f32_16x16x32_f16_w32", None, dict(float_round=True)),
     ("swmmac_bf16_16x16x32_bf16_w32", None, {}),
     ("swmmac_f32_16x16x32_bf16_w32", None, {}),
     ("swmmac_f32_16x16x32_fp8_bf8_w32", None, {}),

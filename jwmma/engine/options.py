@@ -51,8 +51,8 @@ class PallasOptions:
     interpret: bool | None = None
     vec3: bool | None = None
     reload: bool = False
-    float_combine: bool = False
-    float_round: bool = False
+    float_combine: bool | None = None
+    float_round: bool | None = None
     auto: bool = False
 
     def __post_init__(self):
@@ -60,11 +60,11 @@ class PallasOptions:
             _pow2_or_none(name, getattr(self, name))
         if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"PallasOptions.num_stages must be an int >= 1, got {self.num_stages!r}")
-        for name in ("interpret", "vec3"):
+        for name in ("interpret", "vec3", "float_combine", "float_round"):
             v = getattr(self, name)
             if not (v is None or isinstance(v, bool)):
                 raise TypeError(f"PallasOptions.{name} must be None, True or False, got {v!r}")
-        for name in ("reload", "float_combine", "float_round", "auto"):
+        for name in ("reload", "auto"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"PallasOptions.{name} must be True or False, got {getattr(self, name)!r}")
 

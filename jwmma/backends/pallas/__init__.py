@@ -71,14 +71,17 @@ def kernel_for(spec, model, options) -> bool:
 
 
 def tiling(spec, model, popts: PallasOptions) -> Tiling:
-    """The concrete `driver.Tiling` of ``popts``, the family defaults filled in: cdna3 3-D
-    kernels (16, 64) with 4 warps (the fastest on an H200), every other kernel (32, 64), 4."""
+    """The concrete `driver.Tiling` of ``popts``, the family defaults filled in (the fastest
+    measured on an H200, benchmarks/RESULTS.md "Pallas backend"): fused groups 3-D (8, 64)
+    with 4 warps and the float64 combine; gfx12 (32, 64), 4 warps, f32 rounding by conversion;
+    every other kernel (32, 64), 4 warps."""
     fam = family(model)
     vec3 = (fam == "fused") if popts.vec3 is None else popts.vec3
-    tm = popts.tm or (16 if fam == "fused" and vec3 else 32)
+    tm = popts.tm or (8 if fam == "fused" and vec3 else 32)
+    fc = (fam == "fused") if popts.float_combine is None else popts.float_combine
+    fr = (fam == "gfx12") if popts.float_round is None else popts.float_round
     return Tiling(tm=tm, tn=popts.tn or 64, num_warps=popts.num_warps or 4, num_stages=popts.num_stages,
-                  interpret=bool(popts.interpret), reload=popts.reload, float_combine=popts.float_combine,
-                  float_round=popts.float_round, vec3=vec3)
+                  interpret=bool(popts.interpret), reload=popts.reload, float_combine=fc, float_round=fr, vec3=vec3)
 
 
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling: Tiling = Tiling()) -> Kernel:
