@@ -128,8 +128,11 @@ def main(argv=None):
     print(f"# backend {jax.default_backend()} {jax.devices()[0].device_kind}; gemm part: {args.backend}", flush=True)
     out = {}
     if "builtins" in parts:
-        for name, model, ops in cases():
+        for i, (name, model, ops) in enumerate(cases()):
             out[f"{name}|{model}"] = run_case(name, model, ops)
+            if args.save and i % 10 == 9:  # what is done survives a time limit
+                np.savez(args.save, **out)
+                print(f"{i + 1} builtin/model results saved", flush=True)
     if "gemm" in parts:
         for key, bits in gemm_cases(args.backend):
             out[key] = bits
