@@ -168,9 +168,13 @@ def test_options_resolve_and_validate():
     assert resolve(Options(backend="pallas", platform="gpu")).pallas.auto is False
     assert hash(PAL) == hash(dataclasses.replace(PAL)) and PAL != XLA
     spec = lookup("smfmac_f32_16x16x64_f16")
-    assert not pallas.kernel_for(spec, models.CDNA3(), gpu)  # auto: 16-bit cdna3 measured slower
-    assert pallas.kernel_for(spec, models.CDNA3(), resolve(Options(backend="pallas", platform="gpu")))
+    assert pallas.kernel_for(spec, models.CDNA3(), gpu)
+    assert not pallas.kernel_for(lookup("smfmac_i32_16x16x128_i8"), models.IntegerDot(), gpu)  # auto: untimed
+    assert pallas.kernel_for(lookup("smfmac_i32_16x16x128_i8"), models.IntegerDot(),
+                             resolve(Options(backend="pallas", platform="gpu")))
     assert not pallas.kernel_for(spec, models.CDNA3(), cpu)
+    t = pallas.tiling(lookup("smfmac_f32_16x16x128_fp8_fp8"), models.CDNA3(), gpu.pallas)
+    assert (t.tm, t.tn, t.num_warps, t.vec3, t.float_combine, t.interpret) == (8, 64, 2, True, True, False)
     for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError)):
         with pytest.raises(err, match=next(iter(bad))):
             PallasOptions(**bad)

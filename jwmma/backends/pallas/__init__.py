@@ -7,8 +7,11 @@ with the model's XLA arithmetic (NUMERICS.md; `tests/test_pallas.py` compares th
 interpret mode, `benchmarks/crosscheck.py` on a GPU).
 
 `matrix_path` has the contract of `jwmma.tiled.paths.matrix_path` (tile-padded codes in, D
-codes out), which calls it when ``options.backend == 'pallas'``. `kernel_for` says whether a
+codes out), which calls it when ``options.backend == 'pallas'``: `jwmma.gemm(...,
+path='matrix')`, on one device or on every shard of a mesh. `kernel_for` says whether a
 family has a kernel (and, for ``backend='auto'``, whether it was measured faster: `AUTO`).
+Not hooked (they run XLA whatever the backend; same bits): the register path and builtin
+calls over waves. On CPUs the kernels run in Pallas interpret mode (tests only: slow).
 """
 from __future__ import annotations
 
@@ -26,22 +29,38 @@ from ...models.integer import IntegerDot
 from . import exact, fma_chain, fused, gfx12, integer
 from .driver import Kernel, Tiling, run
 
-__all__ = ["matrix_path", "kernel_for", "tiling", "AUTO", "Kernel", "Tiling", "PallasOptions"]
+__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "Kernel", "Tiling",
+           "PallasOptions"]
 
-#: backend='auto' on a GPU: whether the family's kernel beat the XLA path on an H200
-#: (benchmarks/RESULTS.md, "Pallas backend"); the key is (family, 8-bit operands)
+#: backend='auto' on a GPU: whether the family's kernel beats the XLA path on an H200; the key
+#: is (family, 8-bit operands). Pallas rates: benchmarks/RESULTS.md "Pallas backend" (M = N =
+#: K = 8192); XLA-path rates: issue #12's table (same GPU type)
 AUTO = {
-    ("fused", True): True,  # fp8/bf8 cdna3, vec3 (16, 64): 4.1e11 MAC/s, ~1.2x XLA
-    ("fused", False): False,  # f16/bf16 cdna3: 0.9x XLA
-    ("gfx12", True): True,  # 2.5x
-    ("gfx12", False): True,  # 2.9x
-    ("exact", True): True,  # ~28x
+    ("fused", True): True,  # fp8 cdna3 5.4e11 MAC/s, 1.65x the XLA path
+    ("fused", False): True,  # f16 cdna3 4.4e11, 1.4x
+    ("gfx12", True): True,  # fp8 5.9e11, 3.5x
+    ("gfx12", False): True,  # f16 4.8e11, 3.2x
+    ("exact", True): True,  # 1.36e12, 30x
     ("exact", False): True,
-    ("fma_chain", True): True,  # 53x
+    ("fma_chain", True): True,  # 2.6e12, 52x
     ("fma_chain", False): True,
     ("integer", True): False,  # bit-exact, not timed at scale
     ("integer", False): False,
 }
+
+#: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
+#: of the H200 sweeps (benchmarks/RESULTS.md "Pallas backend"); any tile gives the same bits.
+#: Unlisted (bf16 fused groups, which take the 2-D integer-alignment kernel; fp8 gfx12; the
+#: other families): (32, 64) with 4 warps
+TILES = {
+    ("fused", "8bit"): (8, 64, 2),  # 6.5e11 at 4096 x 4096 x 8192 (16 x 64 x 4: 4.1e11)
+    ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
+    ("gfx12", "f16"): (16, 64, 4),  # 5.0e11 (32 x 64 x 4: 4.8e11)
+}
+
+
+def _kind(spec) -> str:
+    return "8bit" if spec.integer or spec.a_format.bits <= 8 else spec.a_type
 
 
 def family(model) -> str | None:
@@ -66,22 +85,23 @@ def kernel_for(spec, model, options) -> bool:
         raise ValueError(f"backend='pallas' has no kernel for model {model.describe()} (families: "
                          f"FusedGroups/CDNA3, Gfx12Dot4, Exact, FMAChain, IntegerDot); use backend='xla' or 'auto'")
     if options.pallas.auto:
-        return AUTO.get((fam, spec.a_format.bits <= 8 if not spec.integer else True), False)
+        return AUTO.get((fam, spec.integer or spec.a_format.bits <= 8), False)
     return True
 
 
 def tiling(spec, model, popts: PallasOptions) -> Tiling:
     """The concrete `driver.Tiling` of ``popts``, the family defaults filled in (the fastest
-    measured on an H200, benchmarks/RESULTS.md "Pallas backend"): fused groups 3-D (8, 64)
-    with 4 warps and the float64 combine; gfx12 (32, 64), 4 warps, f32 rounding by conversion;
-    every other kernel (32, 64), 4 warps."""
+    measured on an H200, `TILES`; benchmarks/RESULTS.md "Pallas backend"): fused groups as 3-D
+    tensors with the float64 combine, gfx12 with f32 rounding by conversion, every other
+    kernel (32, 64) with 4 warps."""
     fam = family(model)
     vec3 = (fam == "fused") if popts.vec3 is None else popts.vec3
-    tm = popts.tm or (8 if fam == "fused" and vec3 else 32)
+    tm, tn, warps = TILES.get((fam, _kind(spec)), (32, 64, 4)) if (fam != "fused" or vec3) else (32, 64, 4)
     fc = (fam == "fused") if popts.float_combine is None else popts.float_combine
     fr = (fam == "gfx12") if popts.float_round is None else popts.float_round
-    return Tiling(tm=tm, tn=popts.tn or 64, num_warps=popts.num_warps or 4, num_stages=popts.num_stages,
-                  interpret=bool(popts.interpret), reload=popts.reload, float_combine=fc, float_round=fr, vec3=vec3)
+    return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
+                  num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
+                  float_combine=fc, float_round=fr, vec3=vec3)
 
 
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling: Tiling = Tiling()) -> Kernel:
