@@ -4,3 +4,5 @@ Layer: above `engine` (a backend builds on the models, the formats and the instr
 context) and below `tiled`, whose GEMM matrix path hands a whole GEMM to a backend when
 ``options.backend`` names it. Every backend gives the XLA path's bits.
 """
+
+__all__ = ["pallas"]

@@ -26,11 +26,11 @@ from ...models.fma_chain import FMAChain
 from ...models.fused import FusedGroups
 from ...models.gfx12 import Gfx12Dot4
 from ...models.integer import IntegerDot
-from . import exact, fma_chain, fused, gfx12, integer
-from .driver import Kernel, Tiling, run
 
-__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "Kernel", "Tiling",
-           "PallasOptions"]
+# the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
+# `import jwmma` and the XLA backend do not pay for it
+
+__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "PallasOptions"]
 
 #: backend='auto' on a GPU: whether the family's kernel beats the XLA path on an H200; the key
 #: is (family, 8-bit operands). Pallas rates: benchmarks/RESULTS.md "Pallas backend" (M = N =
@@ -89,7 +89,7 @@ def kernel_for(spec, model, options) -> bool:
     return True
 
 
-def tiling(spec, model, popts: PallasOptions) -> Tiling:
+def tiling(spec, model, popts: PallasOptions):
     """The concrete `driver.Tiling` of ``popts``, the family defaults filled in (the fastest
     measured on an H200, `TILES`; benchmarks/RESULTS.md "Pallas backend"): fused groups as 3-D
     tensors with the float64 combine, gfx12 with f32 rounding by conversion, every other
@@ -99,13 +99,20 @@ def tiling(spec, model, popts: PallasOptions) -> Tiling:
     tm, tn, warps = TILES.get((fam, _kind(spec)), (32, 64, 4)) if (fam != "fused" or vec3) else (32, 64, 4)
     fc = (fam == "fused") if popts.float_combine is None else popts.float_combine
     fr = (fam == "gfx12") if popts.float_round is None else popts.float_round
+    from .driver import Tiling
+
     return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
                   num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
                   float_combine=fc, float_round=fr, vec3=vec3)
 
 
-def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling: Tiling = Tiling()) -> Kernel:
-    """The `driver.Kernel` of ``model`` on ``spec`` (ValueError if the family has none)."""
+def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):
+    """The `driver.Kernel` of ``model`` on ``spec`` for a `driver.Tiling` (None: the
+    defaults); ValueError if the family has none."""
+    from . import exact, fma_chain, fused, gfx12, integer
+    from .driver import Tiling
+
+    tiling = Tiling() if tiling is None else tiling
     ctx = context(spec, clamp)
     fam = family(model)
     if fam == "fused":
@@ -129,6 +136,8 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True
     a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np)
     int32 accumulator bits (i32 values for integer builtins). Traced inside the caller's
     `x64_scope`. Returns (*batch, Mp, Np) int32."""
+    from .driver import run
+
     t = tiling(spec, model, options.pallas)
     kern = make_kernel(spec, model, a_signed=a_signed, b_signed=b_signed, clamp=clamp, tiling=t)
     return run(kern, a_codes, pos, b_codes, c, tiling=t)

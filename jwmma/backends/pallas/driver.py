@@ -26,6 +26,8 @@ from jax.experimental.pallas import triton as pl_triton
 
 from . import kernel_lib as kl
 
+__all__ = ["Tiling", "Kernel", "Summary", "summarize", "StepView", "run"]
+
 
 @dataclass(frozen=True)
 class Tiling:

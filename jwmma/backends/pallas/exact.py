@@ -33,6 +33,8 @@ from . import kernel_lib as kl
 from .driver import Kernel
 from .f64 import f64_of_fields, round_f64, round_to_odd, two_sum
 
+__all__ = ["make_step"]
+
 ZERO_EXP = -126
 CHUNK = 8  # products per loop iteration inside a step (unrolled)
 
@@ -45,6 +47,8 @@ def _f32_value(fmt, code):
 
 
 def make_step(spec, model: Exact, ctx: Context):
+    """`driver.Kernel` of `Exact` on ``spec``: float64 step sums where the exponent span
+    allows, the band/limb sum otherwise; one rounding with C per step."""
     fa, fb, fc = ctx.a, ctx.b, ctx.c
     kc = spec.kc
     mab = fa.mbits + fb.mbits

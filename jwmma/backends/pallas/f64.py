@@ -12,6 +12,8 @@ from ...numerics.rounding import fields_to_f64, round_to_odd, two_sum  # noqa: F
 
 from . import kernel_lib as kl
 
+__all__ = ["f64_of_fields", "round_f64", "round_to_odd", "two_sum"]
+
 
 def f64_of_fields(d: kl.Dec, mbits: int):
     """Exact float64 value of decoded fields, Inf and NaN included (fma_chain's `_to_f64`)."""

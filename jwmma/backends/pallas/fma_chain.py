@@ -30,6 +30,8 @@ from .driver import Kernel
 from .f64 import f64_of_fields, round_f64, round_to_odd, two_sum
 from .rounding32 import round_to_format32
 
+__all__ = ["f32_bits_to_format", "make_step"]
+
 QNAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 
 
@@ -55,6 +57,8 @@ def f32_bits_to_format(bits, fc):
 
 
 def make_step(spec, model: FMAChain, ctx: Context):
+    """`driver.Kernel` of `FMAChain` on ``spec``: one f32 multiply and add per product where
+    that is provably the FMA's bits, float64 emulation otherwise."""
     fa, fb, fc = ctx.a, ctx.b, ctx.c
     # an f32 chain has no step boundary: any unit gives the same bits (16 keeps kernels
     # small); a 16-bit accumulator is rounded at the end of every builtin step

@@ -44,6 +44,8 @@ from ...numerics.rounding import pow2_f64
 from . import kernel_lib as kl
 from .driver import Kernel
 
+__all__ = ["combine", "combine_float", "finish", "make_step"]
+
 QNAN_F32 = 0x7FC00000
 POS_INF = 0x7F800000
 NEG_INF = -0x800000  # 0xFF800000 as int32

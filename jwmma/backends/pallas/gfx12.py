@@ -31,6 +31,8 @@ from . import kernel_lib as kl
 from .driver import Kernel
 from .rounding32 import f32_normal_ok, round_f32_by_float, round_to_format32
 
+__all__ = ["i32_pattern", "make_step"]
+
 
 def i32_pattern(u: int) -> int:
     """A 32-bit pattern as the int32 value with the same bits."""

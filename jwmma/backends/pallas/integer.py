@@ -18,6 +18,8 @@ from ...models.integer import IntegerDot
 from . import kernel_lib as kl
 from .driver import Kernel
 
+__all__ = ["add_sat32", "make_step"]
+
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
@@ -29,6 +31,7 @@ def add_sat32(c, s):
 
 
 def make_step(spec, model: IntegerDot, ctx: Context, *, a_signed=True, b_signed=True):
+    """`driver.Kernel` of `IntegerDot` on ``spec`` (wrap, final or staged saturation; int32 only)."""
     fa = element_type(spec.a_type).int_format(a_signed)
     fb = element_type(spec.b_type).int_format(b_signed)
     kc = spec.kc

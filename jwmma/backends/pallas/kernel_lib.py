@@ -15,6 +15,9 @@ from jax import lax
 
 from ...numerics.formats import FloatFormat
 
+__all__ = ["Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
+           "shift64", "round_to_format"]
+
 #: offset of the 10-bit exponent codes carried next to a selected value (see `exp_code`)
 EXP_OFFSET = 512
 EXP_MASK = 1023

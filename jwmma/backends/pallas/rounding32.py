@@ -15,6 +15,8 @@ from ...numerics.formats import FloatFormat
 
 from . import kernel_lib as kl
 
+__all__ = ["round_to_format32", "f32_normal_ok", "round_f32_by_float"]
+
 
 def round_to_format32(sign, mag, scale, fmt: FloatFormat):
     """Bits of (-1)**sign * mag * 2**scale rounded to ``fmt`` (RNE, gradual underflow,

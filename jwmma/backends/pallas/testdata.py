@@ -21,6 +21,8 @@ import numpy as np
 from ...numerics.formats import F32, FLOAT_FORMATS
 from ...isa.table import BuiltinSpec
 
+__all__ = ["gemm_codes"]
+
 PAIRS = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)], np.int32)
 INT_RANGE = {"iu8": (-128, 255), "i8": (-128, 127), "iu4": (-8, 15)}
 
