@@ -5,6 +5,11 @@
 
 Inputs are drawn with numpy from a fixed seed (random values, plus subnormals, zeros, NaN/Inf,
 huge spreads), so both machines build the same operands.
+
+``--parts builtins,gemm`` (default both): ``gemm`` adds whole GEMMs of every Pallas kernel
+family (`GEMMS`, tile-padded codes with an adversarial corner) through the matrix path with
+``--backend`` (default 'auto': XLA on the CPU; give 'pallas' on a GPU to run every family's
+Pallas kernel against the CPU's XLA bits).
 """
 from __future__ import annotations
 
@@ -18,6 +23,42 @@ import jwmma
 from jwmma.isa.conventions import hip_args
 
 WAVES = 64
+
+#: (builtin, model, M, N, steps of K) of the ``gemm`` part: every Pallas kernel family
+GEMMS = [
+    ("smfmac_f32_16x16x128_fp8_fp8", "cdna3", 128, 128, 4),
+    ("smfmac_f32_16x16x64_f16", "cdna3", 128, 128, 4),
+    ("smfmac_f32_32x32x32_bf16", "cdna3", 128, 128, 4),
+    ("swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", 128, 128, 8),
+    ("swmmac_f16_16x16x32_f16_w32", "gfx12_dot4", 128, 128, 8),
+    ("swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", 128, 128, 8),
+    ("smfmac_f32_16x16x128_fp8_fp8", "exact", 128, 128, 4),
+    ("swmmac_f32_16x16x32_f16_w32", "exact", 128, 128, 8),
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", 128, 128, 4),
+    ("smfmac_f32_16x16x64_bf16", "fma_chain", 128, 128, 4),
+    ("swmmac_i32_16x16x32_iu8_w32", "exact", 128, 128, 8),
+    ("smfmac_i32_16x16x128_i8", "exact", 128, 128, 4),
+]
+
+
+def gemm_cases(backend):
+    """(key, D bits) of every `GEMMS` row through `jwmma.tiled.paths.matrix_path`."""
+    from jwmma.backends.pallas.testdata import gemm_codes
+    from jwmma.engine.options import Options, resolve
+    from jwmma.engine.step import context
+    from jwmma.numerics.rounding import x64_scope
+    from jwmma.tiled import paths
+
+    opts = resolve(Options(backend=backend))
+    for name, model, m, n, steps in GEMMS:
+        spec = jwmma.BUILTINS[name]
+        m_obj = jwmma.models.resolve(model, context(spec), spec.default_model)
+        a, p, b, c = (jax.numpy.asarray(x) for x in gemm_codes(spec, m, n, steps * spec.k, seed=7))
+        with x64_scope():
+            d = paths.matrix_path(a, p, b, c, spec=spec, model=m_obj, options=opts, a_signed=True, b_signed=True,
+                                  clamp=False)
+        d = np.asarray(d).astype(np.uint32)
+        yield f"gemm|{name}|{model}", (d if spec.c_type in ("f32", "i32") else d.astype(np.uint16))
 
 
 def random_codes(rng, bits, shape, special_rate=0.02):
@@ -80,11 +121,22 @@ def main(argv=None):
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--save")
     g.add_argument("--compare")
+    ap.add_argument("--parts", default="builtins,gemm", help="comma list of: builtins, gemm")
+    ap.add_argument("--backend", default="auto", help="backend of the gemm part: auto, xla, pallas")
     args = ap.parse_args(argv)
-    print(f"# backend {jax.default_backend()} {jax.devices()[0].device_kind}", flush=True)
+    parts = set(args.parts.split(","))
+    print(f"# backend {jax.default_backend()} {jax.devices()[0].device_kind}; gemm part: {args.backend}", flush=True)
     out = {}
-    for name, model, ops in cases():
-        out[f"{name}|{model}"] = run_case(name, model, ops)
+    if "builtins" in parts:
+        for i, (name, model, ops) in enumerate(cases()):
+            out[f"{name}|{model}"] = run_case(name, model, ops)
+            if args.save and i % 10 == 9:  # what is done survives a time limit
+                np.savez(args.save, **out)
+                print(f"{i + 1} builtin/model results saved", flush=True)
+    if "gemm" in parts:
+        for key, bits in gemm_cases(args.backend):
+            out[key] = bits
+            print(f"{key}: done", flush=True)
     if args.save:
         np.savez_compressed(args.save, **out)
         print(f"saved {len(out)} results to {args.save}")
@@ -96,7 +148,7 @@ def main(argv=None):
             print(f"{key}: not in reference")
             continue
         r = ref[key]
-        name = key.split("|")[0]
+        name = key.split("|")[1 if key.startswith("gemm|") else 0]
         same = (bits == r) | (nan_mask(name, bits) & nan_mask(name, r))
         if not same.all():
             bad += 1

@@ -47,7 +47,7 @@ from .engine.builtins import (
 from .engine.dot import dot
 from .engine.fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
 from .engine.index import index_violations
-from .engine.options import Options
+from .engine.options import Options, PallasOptions
 from .engine.sparsity import compress_2_4, decompress_2_4, prune_2_4
 from .engine.validation import checked
 from .isa.plot import plot_layout
@@ -68,7 +68,7 @@ BUILTIN_FUNCTIONS = (
 )
 
 __all__ = [
-    "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "models", "kernel", "study", "index_violations",
+    "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "index_violations",
     "dot", "gemm", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,

@@ -147,6 +147,27 @@ def test_inside_jit_and_compressed_operands(rng):
     assert not jax.config.jax_enable_x64
 
 
+@pytest.mark.parametrize("builtin,model,dt", [
+    ("swmmac_f32_16x16x32_f16_w32", None, np.float16),
+    pytest.param(FP8, "cdna3", ml_dtypes.float8_e4m3fn, marks=pytest.mark.slow),
+    pytest.param(FP8, "fma_chain", ml_dtypes.float8_e4m3fn, marks=pytest.mark.slow),
+])
+def test_pallas_backend_sharded_equals_one_device(rng, builtin, model, dt):
+    """Issue #16 (CPU side): the sharded GEMM with the Pallas backend (interpret mode on these
+    CPU devices) gives one device's XLA bits; M and N split, a batch, odd shapes."""
+    spec = jwmma.BUILTINS[builtin]
+    a = floats(rng, (2, 40, 2 * spec.k + 6), dt)
+    b = floats(rng, (2 * spec.k + 6, 50), dt)
+    kw = dict(builtin=builtin, model=model, prune=True)
+    ref = jwmma.gemm(a, b, backend="xla", **kw)
+    opts = jwmma.Options(backend="pallas", pallas=jwmma.PallasOptions(tm=16, tn=16, interpret=True))
+    mesh = mesh_of((2, 2), ("m", "n"))
+    d = jwmma.gemm(a, b, mesh=mesh, options=opts, **kw)
+    same_bits(d, ref)
+    assert d.sharding.mesh.size == 4
+    assert_not_whole(d, 4)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["exact", "cdna3"])
 def test_more_models_and_32x32_tiles(rng, model):

@@ -142,7 +142,7 @@ def test_entry_points_take_backend_and_refuse_unknown_ones():
     got = np.asarray(jwmma.gemm((values, pos), b, builtin=FP8, backend="xla"))
     assert np.array_equal(want.view(np.uint32), got.view(np.uint32))
     with pytest.raises(ValueError, match="backend"):
-        jwmma.gemm((values, pos), b, builtin=FP8, backend="pallas")
+        jwmma.gemm((values, pos), b, builtin=FP8, backend="triton")
     with pytest.raises(TypeError, match="options"):
         jwmma.dot(np.zeros(4, np.float16), np.zeros(4, np.float16), np.float32(0), options="fast")
 

@@ -15,17 +15,72 @@ from dataclasses import dataclass
 
 import jax
 
-__all__ = ["Options", "resolve", "BACKENDS"]
+__all__ = ["Options", "PallasOptions", "resolve", "BACKENDS"]
 
-#: kernel backends: 'auto' picks the fastest that applies; issue #12 adds 'pallas'
-BACKENDS = ("auto", "xla")
+#: kernel backends: 'auto' picks the fastest that applies (XLA on CPUs; on GPUs the Pallas
+#: kernel of the model family where one exists and was measured faster, else XLA)
+BACKENDS = ("auto", "xla", "pallas")
+
+
+def _pow2_or_none(name, v):
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1)):
+        raise ValueError(f"PallasOptions.{name} must be None or a power of two, got {v!r}")
+
+
+@dataclass(frozen=True)
+class PallasOptions:
+    """Parameters of the Pallas backend (`jwmma.backends.pallas`, issue #12); same bits for
+    every choice. None: the model family's default (`jwmma.backends.pallas.defaults`).
+
+    tm, tn: output tile of one program (powers of two: Triton needs power-of-two tensors).
+    num_warps, num_stages: Triton launch parameters.
+    interpret: run the kernels in Pallas interpret mode (None: on CPUs, where nothing else
+        runs them; the mode the CPU tests use).
+    vec3: fused-group kernels on 3-D (tm, blocks, tn) tensors with axis reductions.
+    reload, float_combine, float_round: kernel variants (second operand loads for the second
+        pass of a fused group; combine with C in float64; gfx12 f32 results by an int -> f32
+        conversion).
+    auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
+        and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
+    """
+
+    tm: int | None = None
+    tn: int | None = None
+    num_warps: int | None = None
+    num_stages: int = 1
+    interpret: bool | None = None
+    vec3: bool | None = None
+    reload: bool = False
+    float_combine: bool | None = None
+    float_round: bool | None = None
+    auto: bool = False
+
+    def __post_init__(self):
+        for name in ("tm", "tn", "num_warps"):
+            _pow2_or_none(name, getattr(self, name))
+        if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int) or self.num_stages < 1:
+            raise ValueError(f"PallasOptions.num_stages must be an int >= 1, got {self.num_stages!r}")
+        for name in ("interpret", "vec3", "float_combine", "float_round"):
+            v = getattr(self, name)
+            if not (v is None or isinstance(v, bool)):
+                raise TypeError(f"PallasOptions.{name} must be None, True or False, got {v!r}")
+        for name in ("reload", "auto"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"PallasOptions.{name} must be True or False, got {getattr(self, name)!r}")
+
+    def replace(self, **changes) -> PallasOptions:
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)
 class Options:
     """Execution choices. Fields (None: the platform's default, decided by `resolve`):
 
-    backend: 'auto' or 'xla' (the kernels are XLA programs; 'auto' resolves to 'xla').
+    backend: 'xla' (the kernels are XLA programs), 'pallas' (the GEMM matrix path runs the model
+        family's fused Pallas kernel, `jwmma.backends.pallas`; a ValueError where the family has
+        none) or 'auto' ('xla' on CPUs; 'pallas' on GPUs where a kernel exists and was
+        measured faster, else 'xla').
+    pallas: a `PallasOptions` (tile, warps, interpret mode, variants) for the Pallas backend.
     group_dots: form sums as matrix products where a model proves them exact (fp8/bf8
         fused groups under a window test; `exact` on fp8 x fp8, always exact in float64)
         (None: on CPUs, where the per-product path is memory-bound; off on GPUs, where its
@@ -47,8 +102,11 @@ class Options:
     block_elems: int | None = None
     float_alignment: bool = True
     platform: str | None = None
+    pallas: PallasOptions = PallasOptions()
 
     def __post_init__(self):
+        if not isinstance(self.pallas, PallasOptions):
+            raise TypeError(f"pallas must be a jwmma.PallasOptions, got {type(self.pallas).__name__}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {self.backend!r}")
         if not (self.group_dots is None or isinstance(self.group_dots, bool)):
@@ -66,7 +124,7 @@ class Options:
     def resolved(self) -> bool:
         """True when no field is left to the platform (what `resolve` returns)."""
         return self.backend != "auto" and self.platform is not None and self.group_dots is not None \
-            and self.tile_n is not None
+            and self.tile_n is not None and self.pallas.interpret is not None
 
     def replace(self, **changes) -> Options:
         """A copy with ``changes`` (validated)."""
@@ -97,8 +155,15 @@ def resolve(options: Options | None = None, backend: str | None = None) -> Optio
     if options.resolved:
         return options
     platform = options.platform or jax.default_backend()
+    backend, pallas = options.backend, options.pallas
+    if backend == "auto":
+        backend = "pallas" if platform == "gpu" else "xla"
+        pallas = pallas.replace(auto=True)
+    if pallas.interpret is None:
+        pallas = pallas.replace(interpret=platform == "cpu")
     return options.replace(
-        backend="xla",
+        backend=backend,
+        pallas=pallas,
         platform=platform,
         group_dots=(platform == "cpu") if options.group_dots is None else options.group_dots,
         tile_n=(0 if platform == "cpu" else 128) if options.tile_n is None else options.tile_n,

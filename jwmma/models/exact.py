@@ -228,3 +228,7 @@ class Exact(Model):
         bits = jnp.where(ninf, inf_bits | (1 << (fc.bits - 1)), bits)
         bits = jnp.where(any_nan | (pinf & ninf), fc.qnan, bits)
         return bits.astype(jnp.int32)
+
+
+#: the static band/limb geometry, public for the Pallas kernel of this model (jwmma.backends.pallas)
+band_plan = _plan

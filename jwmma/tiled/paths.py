@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..backends import pallas
 from ..engine import fragments
 from ..engine.builtins import run_registers
 from ..engine.step import context, step
@@ -149,7 +150,14 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
         accumulator codes; spec, model, options, a_signed, b_signed, clamp: static.
     Returns:
         (*batch, Mp, Np) int32 D codes.
+
+    ``options.backend == 'pallas'``: the model family's fused Pallas kernel computes the same
+    bits (`jwmma.backends.pallas`).
     """
+    if pallas.kernel_for(spec, model, options):
+        return pallas.matrix_path(a_codes, pos, b_codes, c, spec=spec, model=model, options=options,
+                                  a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+
     def rows(a_codes, pos, b_codes, c):
         tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
         a_s, p_s = _steps_a(a_codes, pos, spec.kc)

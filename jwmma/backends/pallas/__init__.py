@@ -1,0 +1,143 @@
+"""The Pallas backend: one fused kernel per model family for a whole GEMM (issue #12).
+
+A program owns a (tm x tn) output tile and keeps its accumulator in registers across K in
+hardware order (`driver`); each model family gives the per-unit step (`fused` for
+`FusedGroups`/`CDNA3`, `gfx12` for `Gfx12Dot4`, `exact`, `fma_chain`, `integer`), bit for bit
+with the model's XLA arithmetic (NUMERICS.md; `tests/test_pallas.py` compares them in Pallas
+interpret mode, `benchmarks/crosscheck.py` on a GPU).
+
+`matrix_path` has the contract of `jwmma.tiled.paths.matrix_path` (tile-padded codes in, D
+codes out), which calls it when ``options.backend == 'pallas'``: `jwmma.gemm(...,
+path='matrix')`, on one device or on every shard of a mesh. `kernel_for` says whether a
+family has a kernel (and, for ``backend='auto'``, whether it was measured faster: `AUTO`).
+Not hooked (they run XLA whatever the backend; same bits): the register path and builtin
+calls over waves. On CPUs the kernels run in Pallas interpret mode (tests only: slow).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from ...engine.options import PallasOptions
+from ...engine.step import context
+from ...models.exact import Exact
+from ...models.fma_chain import FMAChain
+from ...models.fused import FusedGroups
+from ...models.gfx12 import Gfx12Dot4
+from ...models.integer import IntegerDot
+
+# the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
+# `import jwmma` and the XLA backend do not pay for it
+
+__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "PallasOptions"]
+
+#: backend='auto' on a GPU: whether the family's kernel beats the XLA path on an H200; the key
+#: is (family, 8-bit operands). Pallas rates: benchmarks/RESULTS.md "Pallas backend" (M = N =
+#: K = 8192); XLA-path rates: issue #12's table (same GPU type)
+AUTO = {
+    ("fused", True): True,  # fp8 cdna3 5.4e11 MAC/s, 1.65x the XLA path
+    ("fused", False): True,  # f16 cdna3 4.4e11, 1.4x
+    ("gfx12", True): True,  # fp8 5.9e11, 3.5x
+    ("gfx12", False): True,  # f16 4.8e11, 3.2x
+    ("exact", True): True,  # 1.36e12, 30x
+    ("exact", False): True,
+    ("fma_chain", True): True,  # 2.6e12, 52x
+    ("fma_chain", False): True,
+    ("integer", True): False,  # bit-exact, not timed at scale
+    ("integer", False): False,
+}
+
+#: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
+#: of the H200 sweeps (benchmarks/RESULTS.md "Pallas backend"); any tile gives the same bits.
+#: Unlisted (bf16 fused groups, which take the 2-D integer-alignment kernel; fp8 gfx12; the
+#: other families): (32, 64) with 4 warps
+TILES = {
+    ("fused", "8bit"): (8, 64, 2),  # 6.5e11 at 4096 x 4096 x 8192 (16 x 64 x 4: 4.1e11)
+    ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
+    ("gfx12", "f16"): (16, 64, 4),  # 5.0e11 (32 x 64 x 4: 4.8e11)
+}
+
+
+def _kind(spec) -> str:
+    return "8bit" if spec.integer or spec.a_format.bits <= 8 else spec.a_type
+
+
+def family(model) -> str | None:
+    """The kernel family of ``model`` (None: no Pallas kernel)."""
+    for cls, name in ((FusedGroups, "fused"), (Gfx12Dot4, "gfx12"), (Exact, "exact"), (FMAChain, "fma_chain"),
+                      (IntegerDot, "integer")):
+        if isinstance(model, cls):
+            return name
+    return None
+
+
+def kernel_for(spec, model, options) -> bool:
+    """Whether the GEMM of ``spec`` under ``model`` runs on the Pallas backend with these
+    (resolved) options. ``backend='pallas'`` and no kernel: ValueError naming the model;
+    ``backend='auto'`` (``options.pallas.auto``): only where `AUTO` says it is faster."""
+    if options.backend != "pallas":
+        return False
+    fam = family(model)
+    if fam is None:
+        if options.pallas.auto:
+            return False
+        raise ValueError(f"backend='pallas' has no kernel for model {model.describe()} (families: "
+                         f"FusedGroups/CDNA3, Gfx12Dot4, Exact, FMAChain, IntegerDot); use backend='xla' or 'auto'")
+    if options.pallas.auto:
+        return AUTO.get((fam, spec.integer or spec.a_format.bits <= 8), False)
+    return True
+
+
+def tiling(spec, model, popts: PallasOptions):
+    """The concrete `driver.Tiling` of ``popts``, the family defaults filled in (the fastest
+    measured on an H200, `TILES`; benchmarks/RESULTS.md "Pallas backend"): fused groups as 3-D
+    tensors with the float64 combine, gfx12 with f32 rounding by conversion, every other
+    kernel (32, 64) with 4 warps."""
+    fam = family(model)
+    vec3 = (fam == "fused") if popts.vec3 is None else popts.vec3
+    tm, tn, warps = TILES.get((fam, _kind(spec)), (32, 64, 4)) if (fam != "fused" or vec3) else (32, 64, 4)
+    fc = (fam == "fused") if popts.float_combine is None else popts.float_combine
+    fr = (fam == "gfx12") if popts.float_round is None else popts.float_round
+    from .driver import Tiling
+
+    return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
+                  num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
+                  float_combine=fc, float_round=fr, vec3=vec3)
+
+
+def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):
+    """The `driver.Kernel` of ``model`` on ``spec`` for a `driver.Tiling` (None: the
+    defaults); ValueError if the family has none."""
+    from . import exact, fma_chain, fused, gfx12, integer
+    from .driver import Tiling
+
+    tiling = Tiling() if tiling is None else tiling
+    ctx = context(spec, clamp)
+    fam = family(model)
+    if fam == "fused":
+        return fused.make_step(spec, model, ctx, reload=tiling.reload, float_combine=tiling.float_combine,
+                               vec3=tiling.vec3)
+    if fam == "gfx12":
+        return gfx12.make_step(spec, model, ctx, float_round=tiling.float_round)
+    if fam == "exact":
+        return exact.make_step(spec, model, ctx)
+    if fam == "fma_chain":
+        return fma_chain.make_step(spec, model, ctx)
+    if fam == "integer":
+        return integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
+    raise ValueError(f"no Pallas kernel for model {model.describe()}")
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp"))
+def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True, b_signed=True, clamp=False):
+    """D codes of the GEMM (the contract and bits of `jwmma.tiled.paths.matrix_path`).
+
+    a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np)
+    int32 accumulator bits (i32 values for integer builtins). Traced inside the caller's
+    `x64_scope`. Returns (*batch, Mp, Np) int32."""
+    from .driver import run
+
+    t = tiling(spec, model, options.pallas)
+    kern = make_kernel(spec, model, a_signed=a_signed, b_signed=b_signed, clamp=clamp, tiling=t)
+    return run(kern, a_codes, pos, b_codes, c, tiling=t)

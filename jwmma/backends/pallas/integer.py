@@ -1,0 +1,56 @@
+"""Pallas kernel step of the integer builtins (`jwmma.models.IntegerDot`, NUMERICS.md 4).
+
+Products of 8- and 4-bit integers are < 2**16 and a step sums at most 64 of them, so the step
+sum is exact in int32. Without clamp, C + sum wraps mod 2**32 (int32 addition); with clamp it
+saturates once (``staging="final"``) or after each of the two stages
+(``staging="staged"``: compressed positions ck with (ck // 8) % 2 == stage), with an int32
+overflow test instead of int64 arithmetic. One unit = one builtin step.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from ...isa.types import element_type
+from ...numerics.formats import decode_int
+from ...models.base import Context
+from ...models.integer import IntegerDot
+
+from . import kernel_lib as kl
+from .driver import Kernel
+
+__all__ = ["add_sat32", "make_step"]
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def add_sat32(c, s):
+    """Saturating int32 c + s (`_sat32(c + s)` without int64)."""
+    r = c + s
+    ovf = ((c >= 0) == (s >= 0)) & ((r >= 0) != (c >= 0))
+    return jnp.where(ovf, jnp.where(c >= 0, INT32_MAX, INT32_MIN), r)
+
+
+def make_step(spec, model: IntegerDot, ctx: Context, *, a_signed=True, b_signed=True):
+    """`driver.Kernel` of `IntegerDot` on ``spec`` (wrap, final or staged saturation; int32 only)."""
+    fa = element_type(spec.a_type).int_format(a_signed)
+    fb = element_type(spec.b_type).int_format(b_signed)
+    kc = spec.kc
+    staged = ctx.clamp and model.staging == "staged"
+
+    def step(view, acc):
+        sums = [None, None]
+        for q in range(kc // 2):
+            rows = [decode_int(fb, view.b_row(4 * q + r)) for r in range(4)]
+            for c in (2 * q, 2 * q + 1):
+                p = decode_int(fa, view.a_col(c)) * kl.select4(view.p_col(c), rows)
+                st = (c // 8) % 2 if staged else 0
+                sums[st] = p if sums[st] is None else sums[st] + p
+        if not ctx.clamp:
+            return acc + sums[0]
+        if not staged:
+            return add_sat32(acc, sums[0])
+        out = add_sat32(acc, sums[0])
+        return out if sums[1] is None else add_sat32(out, sums[1])
+
+    bits = 16 if spec.a_type == 'iu8' else 8  # values (not codes): -128..255 for iu8
+    return Kernel(step, kc, None, (bits, bits, True))

@@ -1,0 +1,156 @@
+"""In-kernel building blocks shared by the Pallas kernels (bits only, no model choices).
+
+Everything here runs inside a Pallas kernel body on 2-D (rows, cols) tiles and lowers to
+Triton: int32/int64/float32 elementwise ops, `lax.clz` on int32 only (the Pallas Triton
+lowering of `clz` on int64 emits an i32 result and fails, JAX 0.10.2), selects instead of
+gathers. The functions mirror `jwmma.formats.decode` and `jwmma.rounding.round_to_format`
+bit for bit; they differ only in how they are built (NUMERICS.md section 1.3, 2.2).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import lax
+
+from ...numerics.formats import FloatFormat
+
+__all__ = ["Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
+           "shift64", "round_to_format"]
+
+#: offset of the 10-bit exponent codes carried next to a selected value (see `exp_code`)
+EXP_OFFSET = 512
+EXP_MASK = 1023
+
+
+class Dec(NamedTuple):
+    """Decoded float operand (int32 fields, bool flags, float32 exact value or None)."""
+
+    sign: jnp.ndarray
+    sig: jnp.ndarray
+    exp: jnp.ndarray  # MMA-Sim exponent: subnormals share min_exp, zero gets -126
+    nan: jnp.ndarray
+    inf: jnp.ndarray
+    val: jnp.ndarray | None
+
+
+def pow2_f32(n):
+    """2**n as float32 for int32 n in [-126, 127], from the exponent bits."""
+    return lax.bitcast_convert_type(((n + 127) & 0xFF) << 23, jnp.float32)
+
+
+def exactly_f32(fmt: FloatFormat) -> bool:
+    """Every value of ``fmt`` is zero or a normal float32 (f16, fp8, bf8)."""
+    return fmt.min_exp - fmt.mbits >= -126 and fmt.max_exp <= 127
+
+
+def decode(fmt: FloatFormat, code, with_val: bool = True) -> Dec:
+    """``fmt`` bit patterns in the low bits of int32 ``code`` -> fields (as jwmma.formats.decode)."""
+    code = code & ((1 << fmt.bits) - 1)
+    mmask = (1 << fmt.mbits) - 1
+    emask = (1 << fmt.ebits) - 1
+    sign = (code >> (fmt.bits - 1)) & 1
+    ef = (code >> fmt.mbits) & emask
+    mant = code & mmask
+    sig = jnp.where(ef != 0, mant | (1 << fmt.mbits), mant)
+    if fmt.nan == "ieee":
+        special = ef == emask
+        nan = special & (mant != 0)
+        inf = special & (mant == 0)
+    elif fmt.nan == "fn":
+        nan = (ef == emask) & (mant == mmask)
+        inf = nan & False
+    else:  # fnuz
+        nan = code == (1 << (fmt.bits - 1))
+        inf = nan & False
+        sign = jnp.where(nan, 0, sign)
+    sig = jnp.where(nan | inf, 0, sig)
+    exp = jnp.where(sig == 0, -126, jnp.maximum(ef, 1) - fmt.bias)
+    val = None
+    if with_val and exactly_f32(fmt):
+        mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
+        val = jnp.where(sign == 1, -mag, mag)  # finite part only: NaN/Inf factors read 0
+    return Dec(sign, sig, exp, nan, inf, val)
+
+
+def exp_code(d: Dec, zero_exponent: int | None):
+    """10-bit code of the exponent a factor brings to its products' group maximum:
+    exp + 512, or 0 for a zero (or NaN/Inf) factor when zeros take no part in the maximum
+    (any product with such a factor then has exponent <= -512 + 127, below every real
+    product exponent and below every C exponent (>= -126), so it never sets a maximum
+    that matters); with ``zero_exponent`` an int, zeros carry that exponent."""
+    if zero_exponent is None:
+        return jnp.where(d.sig == 0, 0, d.exp + EXP_OFFSET)
+    return jnp.where(d.sig == 0, zero_exponent, d.exp) + EXP_OFFSET
+
+
+def select4(pos, rows):
+    """rows[pos] elementwise: pos (tm, 1) in 0..3, rows four (1, tn) tensors -> (tm, tn).
+
+    A select chain instead of a gather (Triton has no in-register gather); the compares are
+    made on the (tm, 1) column so the (tm, tn) work is three selects."""
+    r0, r1, r2, r3 = rows
+    lo = jnp.where(pos == 0, r0, r1)
+    hi = jnp.where(pos == 2, r2, r3)
+    return jnp.where(pos < 2, lo, hi)
+
+
+def tile_any(x) -> jnp.ndarray:
+    """Scalar: is any element of the bool tile true? (`jnp.any` lowers to reduce_or, which
+    the Pallas Triton lowering lacks.)"""
+    return jnp.max(jnp.where(x, 1, 0)) > 0
+
+
+def bitlen32(x):
+    """Bit length of non-negative int32 values."""
+    return 32 - lax.clz(x)
+
+
+def bitlen64(x):
+    """Bit length of non-negative int64 values, from two int32 clz (see module doc)."""
+    hi = (x >> 32).astype(jnp.int32)
+    lo = (x & 0xFFFFFFFF).astype(jnp.int32)
+    return jnp.where(hi != 0, 64 - lax.clz(hi), 32 - lax.clz(lo))
+
+
+def shift64(x, n):
+    """floor(x * 2**n) for int64 x and int n of either sign (jwmma.models.fused._shift)."""
+    n = n.astype(jnp.int64)
+    return jnp.where(n >= 0, x << jnp.clip(n, 0, 63), x >> jnp.clip(-n, 0, 63))
+
+
+def round_to_format(sign, mag, scale, fmt: FloatFormat, sticky=None):
+    """Bits of (-1)**sign * (mag + sticky*tiny) * 2**scale rounded to ``fmt`` (RNE, gradual
+    underflow, overflow to Inf): `jwmma.rounding.round_to_format` with `bitlen64`."""
+    mag = mag.astype(jnp.int64)
+    scale = scale.astype(jnp.int64)
+    lead = bitlen64(mag).astype(jnp.int64) - 1 + scale
+    te = jnp.maximum(lead, fmt.min_exp)
+    shift = te - fmt.mbits - scale
+    right = jnp.clip(shift, 0, 63)
+    left = jnp.clip(-shift, 0, 62)
+    q = jnp.where(shift > 0, mag >> right, mag << left)
+    one = jnp.int64(1)
+    rem = mag & ((one << right) - 1)
+    half = jnp.where(right > 0, one << jnp.maximum(right - 1, 0), 0)
+    if sticky is None:
+        above = rem > half
+        tie = (rem == half) & (rem != 0)
+    else:
+        above = (rem > half) | ((rem == half) & (rem != 0) & sticky)
+        tie = (rem == half) & (rem != 0) & ~sticky
+    far = shift > 63
+    q = jnp.where(far, 0, q)
+    up = ~far & (above | (tie & ((q & 1) == 1)))
+    q = q + up.astype(jnp.int64)
+    bits = ((te + fmt.bias - 1) << fmt.mbits) + q
+    bits = jnp.where(mag == 0, 0, bits)
+    emask = (1 << fmt.ebits) - 1
+    if fmt.inf:
+        limit = emask << fmt.mbits
+        bits = jnp.minimum(bits, limit)
+    else:
+        top = (1 << (fmt.ebits + fmt.mbits)) - 1
+        bits = jnp.minimum(bits, top)
+    bits = bits | (sign.astype(jnp.int64) << (fmt.bits - 1))
+    return bits.astype(jnp.int32)

@@ -1,0 +1,239 @@
+"""The Pallas backend (`jwmma.backends.pallas`, issue #12) gives the XLA path's bits, in Pallas
+interpret mode on this CPU.
+
+Reference: `jwmma.tiled.paths.matrix_path` with ``backend='xla'`` (the code behind
+``jwmma.gemm(..., path='matrix')``), fed the same tile-padded codes as the Pallas kernel. Data
+(`jwmma.backends.pallas.testdata`): random operands with an adversarial corner (NaN/Inf, any
+bit pattern, subnormals, all-zero groups, huge exponent spreads, duplicate positions with exact
+cancellation, extreme C), plus rows built here: all-zero A rows with subnormal C (subnormal
+results) and +0 C with x, -x in every block (cancellation to zero); integer C at the edge of
+overflow. Bits compare as uint32 (NaN payloads too). The default set covers every family
+(~1 min on two shared cores); ``-m slow`` every builtin group, variant and model parameter.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jwmma
+from jwmma import models
+from jwmma.backends import pallas
+from jwmma.backends.pallas.testdata import gemm_codes
+from jwmma.engine.options import Options, PallasOptions, resolve
+from jwmma.engine.step import context
+from jwmma.isa.table import lookup
+from jwmma.numerics.formats import F32, FLOAT_FORMATS
+from jwmma.numerics.rounding import x64_scope
+from jwmma.tiled import paths
+
+M, N = 64, 128
+XLA = resolve(Options(backend="xla", platform="cpu"))
+PAL = resolve(Options(backend="pallas", platform="cpu", pallas=PallasOptions(tm=32, tn=64, interpret=True)))
+
+CORE = [
+    ("smfmac_f32_16x16x128_fp8_fp8", None, {}),  # cdna3 fp8, 3-D kernel, float64 combine (defaults)
+    ("swmmac_f32_16x16x32_f16_w32", None, {}),  # gfx12 f16 -> f32, rounding by conversion
+    ("swmmac_f16_16x16x32_f16_w32", None, {}),  # gfx12 per-step narrowing to f16
+    ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),
+    ("swmmac_i32_16x16x32_iu8_w32", None, dict(clamp=True)),
+]
+SLOW = [
+    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(float_combine=False)),
+    ("swmmac_f32_16x16x32_f16_w32", None, dict(float_round=False)),
+    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(vec3=False, float_combine=False)),
+    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(vec3=False, reload=True, float_combine=True)),
+    ("smfmac_f32_16x16x128_bf8_fp8", None, {}),
+    ("smfmac_f32_32x32x64_fp8_bf8", None, {}),
+    ("smfmac_f32_16x16x64_f16", None, {}),
+    ("smfmac_f32_16x16x64_f16", None, dict(float_combine=False)),
+    ("smfmac_f32_32x32x32_bf16", None, {}),
+    ("smfmac_f32_16x16x64_bf16", "cdna3_c785138", {}),
+    ("smfmac_f32_16x16x128_fp8_fp8", models.CDNA3(group=8, product_rounding="nearest"), {}),
+    ("swmmac_bf16_16x16x32_bf16_w32", None, {}),
+    ("swmmac_f32_16x16x32_bf16_w32", None, {}),
+    ("swmmac_f32_16x16x32_fp8_bf8_w32", None, {}),
+    ("swmmac_f32_16x16x32_bf8_bf8_w32", None, {}),
+    ("swmmac_f16_16x16x32_f16_w32", models.Gfx12Dot4(fp16_ovfl=True), {}),
+    ("swmmac_f32_16x16x32_f16_w32", "exact", {}),
+    ("swmmac_bf16_16x16x32_bf16_w32", "exact", {}),
+    ("smfmac_f32_16x16x128_bf8_bf8", "exact", {}),
+    ("smfmac_f32_16x16x64_bf16", "fma_chain", {}),
+    ("swmmac_f16_16x16x32_f16_w32", "fma_chain", {}),
+    ("smfmac_i32_16x16x128_i8", None, {}),
+    ("swmmac_i32_16x16x64_iu4_w32", None, dict(clamp=True)),
+    ("swmmac_i32_16x16x32_iu4_w32", "exact", dict(clamp=True)),
+]
+
+
+def _cases(spec, clamp):
+    """(a, pos, b, c) codes: two testdata draws, then hand-made edges on rows 32..63."""
+    k = 2 * spec.k
+    out = [gemm_codes(spec, M, N, k, seed=s, clamp=clamp) for s in (1, 2)]
+    a, p, b, c = (x.copy() for x in gemm_codes(spec, M, N, k, seed=3, clamp=clamp))
+    if spec.integer:  # C at the edge of overflow both ways, products pushing over it
+        c[32:48] = 2**31 - 1 - np.arange(N, dtype=np.int64).astype(np.int32)
+        c[48:64] = -(2**31) + np.arange(N, dtype=np.int32)
+    else:  # all-zero A rows (+-0) and subnormal C: subnormal results
+        fc = F32 if spec.c_type == "f32" else FLOAT_FORMATS[spec.c_type]
+        a[32:48] = np.where(np.arange(a.shape[1]) % 3 == 0, 1 << (spec.a_format.bits - 1), 0)
+        rng = np.random.default_rng(4)
+        sub = rng.integers(1, 1 << fc.mbits, (16, N)) | (rng.integers(0, 2, (16, N)) << (fc.bits - 1))
+        c[32:48] = sub.astype(np.int64).astype(np.int32)
+        c[48:64, :8] = 0  # +0 C with the cancelling pattern below
+        a[48:64, 0::2] = a[48:64, 1::2] ^ (1 << (spec.a_format.bits - 1))  # x, -x in every block
+        p[48:64, 0::2] = p[48:64, 1::2]
+    out.append((a, p, b, c))
+    return out
+
+
+def _run(path, opts, spec, model, clamp, a, p, b, c):
+    with x64_scope():
+        return np.asarray(path(jnp.asarray(a), jnp.asarray(p), jnp.asarray(b), jnp.asarray(c), spec=spec, model=model,
+                               options=opts, a_signed=True, b_signed=True, clamp=clamp))
+
+
+def _check(builtin, model, kw):
+    spec = lookup(builtin)
+    kw = dict(kw)
+    clamp = kw.pop("clamp", False)
+    opts = PAL.replace(pallas=PAL.pallas.replace(**kw))
+    m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
+    assert pallas.kernel_for(spec, m_obj, opts)
+    for a, p, b, c in _cases(spec, clamp):
+        ref = _run(paths.matrix_path, XLA, spec, m_obj, clamp, a, p, b, c)
+        got = _run(pallas.matrix_path, opts, spec, m_obj, clamp, a, p, b, c)
+        bad = np.argwhere(ref.astype(np.uint32) != got.astype(np.uint32))
+        assert bad.size == 0, (
+            f"{builtin} {m_obj.describe()} {kw}: {len(bad)} of {ref.size} outputs differ, first at {tuple(bad[0])}: "
+            f"xla {ref[tuple(bad[0])] & 0xFFFFFFFF:#010x} pallas {got[tuple(bad[0])] & 0xFFFFFFFF:#010x}")
+
+
+def _id(case):
+    b, m, o = case
+    return f"{b}-{getattr(m, 'name', m)}-{'-'.join(f'{k}={v}' for k, v in o.items()) or 'default'}"
+
+
+@pytest.mark.parametrize("case", CORE, ids=_id)
+def test_bits_core(case):
+    _check(*case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SLOW, ids=_id)
+def test_bits_slow(case):
+    _check(*case)
+
+
+def test_cases_are_adversarial():
+    """The data holds what the module doc promises (a test that could not fail proves nothing)."""
+    spec = lookup("smfmac_f32_16x16x128_fp8_fp8")
+    a, p, b, c = gemm_codes(spec, M, N, 2 * spec.k, seed=1)
+    assert ((a & 0x7F) == 0x7F).any() and ((b & 0x7F) == 0x7F).any()  # NaN codes
+    assert (((a >> 3) & 0xF) == 0).any()  # zeros / subnormals
+    blocks = p.reshape(M, -1, 2)
+    assert (blocks[..., 0] == blocks[..., 1]).any()  # duplicate positions
+    ref = _run(paths.matrix_path, XLA, spec, models.CDNA3(), False, a, p, b, c).view(np.float32)
+    assert np.isnan(ref).any() and np.isfinite(ref).mean() > 0.5
+
+
+def test_gemm_with_backend_pallas_pads_and_ignores_x64():
+    """`jwmma.gemm(..., backend='pallas')` on value arrays whose shapes are not tile multiples,
+    with and without the user's jax_enable_x64."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((40, 70)).astype(np.float32)
+    a[:, 1::4] = a[:, 3::4] = 0  # 2:4 sparse
+    a = a.astype(np.float16)
+    b = rng.standard_normal((70, 50)).astype(np.float16)
+    c = rng.standard_normal((40, 50)).astype(np.float32)
+    kw = dict(builtin="swmmac_f32_16x16x32_f16_w32")
+    ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
+    opts = Options(backend="pallas", pallas=PallasOptions(tm=16, tn=32))
+    got = np.asarray(jwmma.gemm(a, b, c, options=opts, **kw))
+    np.testing.assert_array_equal(ref.view(np.uint32), got.view(np.uint32))
+    with jax.enable_x64(True):
+        got64 = np.asarray(jwmma.gemm(a, b, c, options=opts, **kw))
+    np.testing.assert_array_equal(ref.view(np.uint32), got64.view(np.uint32))
+
+
+def test_options_resolve_and_validate():
+    cpu = resolve(Options(platform="cpu"))
+    assert cpu.backend == "xla" and cpu.pallas.auto and cpu.pallas.interpret
+    gpu = resolve(Options(platform="gpu"))
+    assert gpu.backend == "pallas" and gpu.pallas.auto and gpu.pallas.interpret is False
+    assert resolve(Options(backend="pallas", platform="gpu")).pallas.auto is False
+    assert hash(PAL) == hash(dataclasses.replace(PAL)) and PAL != XLA
+    spec = lookup("smfmac_f32_16x16x64_f16")
+    assert pallas.kernel_for(spec, models.CDNA3(), gpu)
+    assert not pallas.kernel_for(lookup("smfmac_i32_16x16x128_i8"), models.IntegerDot(), gpu)  # auto: untimed
+    assert pallas.kernel_for(lookup("smfmac_i32_16x16x128_i8"), models.IntegerDot(),
+                             resolve(Options(backend="pallas", platform="gpu")))
+    assert not pallas.kernel_for(spec, models.CDNA3(), cpu)
+    t = pallas.tiling(lookup("smfmac_f32_16x16x128_fp8_fp8"), models.CDNA3(), gpu.pallas)
+    assert (t.tm, t.tn, t.num_warps, t.vec3, t.float_combine, t.interpret) == (8, 64, 2, True, True, False)
+    for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError)):
+        with pytest.raises(err, match=next(iter(bad))):
+            PallasOptions(**bad)
+    with pytest.raises(TypeError, match="pallas"):
+        Options(pallas={"tm": 16})
+
+
+def test_model_without_kernel_raises_or_falls_back():
+    spec = lookup("smfmac_f32_16x16x128_fp8_fp8")
+    other = _foreign_model()
+    with pytest.raises(ValueError, match="no kernel for model"):
+        pallas.kernel_for(spec, other, resolve(Options(backend="pallas", platform="gpu")))
+    assert not pallas.kernel_for(spec, other, resolve(Options(platform="gpu")))
+
+
+def _foreign_model():
+    """A model of no kernel family (its own class, not derived from one that has a kernel)."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Foreign(models.Model):
+        name = "foreign"
+
+        def accumulate(self, a, b, c, ctx, options=None):  # pragma: no cover - never run
+            raise NotImplementedError
+
+    return Foreign()
+
+
+@pytest.mark.parametrize("builtin,model", [
+    ("smfmac_f32_16x16x128_fp8_fp8", None),
+    pytest.param("swmmac_f32_16x16x32_f16_w32", None, marks=pytest.mark.slow),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "exact", marks=pytest.mark.slow),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", marks=pytest.mark.slow),
+    pytest.param("swmmac_i32_16x16x32_iu8_w32", None, marks=pytest.mark.slow),
+])
+def test_triton_lowering_without_gpu(builtin, model):
+    """The kernel lowers to verified Triton IR on this CPU (jax.export for 'cuda': Pallas falls
+    back to compute capability 9.0); catches primitives Triton lacks and non-power-of-two loads."""
+    lowering = pytest.importorskip("jax._src.pallas.triton.lowering")
+    spec = lookup(builtin)
+    m_obj = models.resolve(model, context(spec), spec.default_model)
+    opts = resolve(Options(backend="pallas", platform="gpu"))
+    found = []
+    orig = lowering.lower_jaxpr_to_triton_module
+
+    def checked(*args, **kwargs):
+        res = orig(*args, **kwargs)
+        assert res.module.operation.verify()
+        found.append(res.module.operation.get_asm(large_elements_limit=16))
+        return res
+
+    args = (jnp.zeros((64, spec.k), jnp.int32), jnp.zeros((64, spec.k), jnp.int32),
+            jnp.zeros((2 * spec.k, 128), jnp.int32), jnp.zeros((64, 128), jnp.int32))
+    fn = jax.jit(lambda *x: pallas.matrix_path(*x, spec=spec, model=m_obj, options=opts))
+    lowering.lower_jaxpr_to_triton_module = checked
+    try:
+        with x64_scope():
+            jax.export.export(fn, platforms=("cuda",), disabled_checks=[
+                jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
+    finally:
+        lowering.lower_jaxpr_to_triton_module = orig
+    assert len(found) == 1 and "tt.load" in found[0]
