@@ -280,7 +280,7 @@ _CDNA3 = ("assumed: MMA-Sim's bit-accurate CDNA3 (gfx942) algorithm with OCP fp8
           "characterisation is published")
 _EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp operand)"
 _CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accurate CDNA3 algorithm; FNUZ "
-              "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC assumed")
+              "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC, and to gfx950, assumed")
 
 
 def _operand(family: Family, type_name: str, elems: int) -> Operand:
