@@ -23,8 +23,7 @@ FAST_SM = ["smfmac_f32_16x16x32_f16", "smfmac_f32_32x32x16_bf16", "smfmac_i32_16
            "smfmac_f32_16x16x64_fp8_bf8"]
 FAST_WM = ["wmma_f16_16x16x16_f16_w32_gfx12", "wmma_i32_16x16x32_iu4_w32_gfx12", "wmma_f32_16x16x16_bf8_fp8_w32_gfx12"]
 #: (builtin, target) pairs of the random SMFMAC test in the default run (the rest: slow)
-FAST_SM_RANDOM = [("smfmac_f32_16x16x32_f16", "gfx942"), ("smfmac_i32_16x16x64_i8", "gfx950"),
-                  ("smfmac_f32_32x32x16_bf16", "gfx942")]
+FAST_SM_RANDOM = [("smfmac_f32_16x16x32_f16", "gfx942"), ("smfmac_i32_16x16x64_i8", "gfx950")]
 TYPES = {"f16": "f16", "bf16": "bf16", "i8": "i8", "iu8": "iu8", "iu4": "iu4", "f32": "f32", "i32": "i32"}
 
 
@@ -196,8 +195,8 @@ def test_every_index_set_with_garbage_elsewhere(name, rng):
     fn = getattr(jwmma, name)
     a, b, c = (rand_regs(rng, name, w) for w in "abc")
     pairs = [(cbsz, abid) for cbsz in range(4) for abid in range(s.n_sets)]
-    if name == "smfmac_f32_16x16x32_f16":  # default run: every set once, and a cbsz != 0
-        pairs = [(0, abid) for abid in range(s.n_sets)] + [(3, 2)]
+    if name == "smfmac_f32_16x16x32_f16":  # default run: sets 0 and 3, cbsz != 0 (set 0 again)
+        pairs = [(0, 0), (0, 3), (3, 2), (1, 0)]
     for cbsz, abid in pairs:
         idx = rand_idx(rng)
         got = fn(a, b, c, idx, cbsz, abid, model="exact")

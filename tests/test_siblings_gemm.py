@@ -54,7 +54,7 @@ def test_dense_integer_gemm_equals_python_ints(rng):
 @pytest.mark.parametrize("name, kw", [
     ("wmma_f16_16x16x16_f16_w32_gfx12", {}),
     ("wmma_i32_16x16x32_iu4_w32_gfx12", {"clamp": True, "b_neg": False}),
-    ("smfmac_f32_16x16x64_fp8_bf8", {}),
+    pytest.param("smfmac_f32_16x16x64_fp8_bf8", {}, marks=pytest.mark.slow),
     pytest.param("smfmac_f32_16x16x64_fp8_bf8", {"target": "gfx950"}, marks=pytest.mark.slow),
     pytest.param("wmma_bf16_16x16x16_bf16_w32_gfx12", {}, marks=pytest.mark.slow),
     pytest.param("smfmac_f32_32x32x16_bf16", {"abid": 3}, marks=pytest.mark.slow),
