@@ -156,6 +156,8 @@ def finite_regs(rng, spec):
 def builtin_cases(out):
     rng = np.random.default_rng(1234)
     for name, spec in jwmma.BUILTINS.items():
+        if getattr(spec, "family", "") in ("CDNA3 SMFMAC", "RDNA4 WMMA"):
+            continue  # issue #13's rows: not in the snapshots taken before them (tests/test_siblings*.py)
         ops = random_regs(rng, spec)
         fin = finite_regs(rng, spec)
         for model in models_for(spec):
