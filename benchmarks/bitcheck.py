@@ -84,6 +84,12 @@ def models_for(spec) -> list[str]:
 
 def call(spec, model, a, b, c, idx, clamp=True):
     fn = getattr(jwmma, spec.name)
+    if getattr(spec, "dense", False):  # RDNA4 dense WMMA (issue #13): no index
+        if spec.a_type in ("iu8", "iu4"):
+            return fn(True, a, False, b, c, clamp, model=model, **KW)
+        return fn(a, b, c, model=model, **KW)
+    if spec.arch == "gfx942":  # CDNA3 SMFMAC: abid 1 of its sets
+        return fn(a, b, c, idx, 0, 1, model=model, **KW)
     if spec.a_type in ("iu8", "iu4"):
         return fn(True, a, False, b, c, idx, clamp, model=model, **KW)
     if spec.arch == "gfx950":
@@ -150,6 +156,8 @@ def finite_regs(rng, spec):
 def builtin_cases(out):
     rng = np.random.default_rng(1234)
     for name, spec in jwmma.BUILTINS.items():
+        if getattr(spec, "family", "") in ("CDNA3 SMFMAC", "RDNA4 WMMA"):
+            continue  # issue #13's rows: not in the snapshots taken before them (tests/test_siblings*.py)
         ops = random_regs(rng, spec)
         fin = finite_regs(rng, spec)
         for model in models_for(spec):

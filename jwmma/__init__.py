@@ -1,8 +1,10 @@
 """jwmma: bit-exact, vectorised JAX emulation of AMD's sparse matrix-core builtins.
 
-The 11 RDNA4 ``__builtin_amdgcn_swmmac_*_w32`` (gfx1200/1201, wave32) and the 14 CDNA4
-``__builtin_amdgcn_smfmac_*`` (gfx950, wave64) are functions of this package, named without
-the ``__builtin_amdgcn_`` prefix and taking the HIP arguments in HIP order::
+The 11 RDNA4 ``__builtin_amdgcn_swmmac_*_w32`` (gfx1200/1201, wave32), the 14 CDNA4
+``__builtin_amdgcn_smfmac_*`` (gfx950, wave64), their siblings the 14 CDNA3 SMFMAC (gfx942,
+MI300; ``target="gfx950"`` for the same code on gfx950) and the 11 RDNA4 dense
+``__builtin_amdgcn_wmma_*_w32_gfx12`` are functions of this package, named without the
+``__builtin_amdgcn_`` prefix and taking the HIP arguments in HIP order::
 
     d = jwmma.smfmac_f32_16x16x128_fp8_fp8(a, b, c, idx, cbsz=0, abid=0, model="cdna3")
 
@@ -43,6 +45,31 @@ from .engine.builtins import (
     swmmac_i32_16x16x32_iu4_w32,
     swmmac_i32_16x16x32_iu8_w32,
     swmmac_i32_16x16x64_iu4_w32,
+    smfmac_f32_16x16x32_f16,
+    smfmac_f32_32x32x16_f16,
+    smfmac_f32_16x16x32_bf16,
+    smfmac_f32_32x32x16_bf16,
+    smfmac_i32_16x16x64_i8,
+    smfmac_i32_32x32x32_i8,
+    smfmac_f32_16x16x64_fp8_fp8,
+    smfmac_f32_16x16x64_fp8_bf8,
+    smfmac_f32_16x16x64_bf8_fp8,
+    smfmac_f32_16x16x64_bf8_bf8,
+    smfmac_f32_32x32x32_fp8_fp8,
+    smfmac_f32_32x32x32_fp8_bf8,
+    smfmac_f32_32x32x32_bf8_fp8,
+    smfmac_f32_32x32x32_bf8_bf8,
+    wmma_f32_16x16x16_f16_w32_gfx12,
+    wmma_f32_16x16x16_bf16_w32_gfx12,
+    wmma_f16_16x16x16_f16_w32_gfx12,
+    wmma_bf16_16x16x16_bf16_w32_gfx12,
+    wmma_i32_16x16x16_iu8_w32_gfx12,
+    wmma_i32_16x16x16_iu4_w32_gfx12,
+    wmma_i32_16x16x32_iu4_w32_gfx12,
+    wmma_f32_16x16x16_fp8_fp8_w32_gfx12,
+    wmma_f32_16x16x16_fp8_bf8_w32_gfx12,
+    wmma_f32_16x16x16_bf8_fp8_w32_gfx12,
+    wmma_f32_16x16x16_bf8_bf8_w32_gfx12,
 )
 from .engine.dot import dot
 from .engine.fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
@@ -55,7 +82,7 @@ from .isa.table import BUILTINS, BuiltinSpec
 from .tiled import gemm
 from .version import __version__
 
-#: the 25 builtin functions, in table order
+#: the 50 builtin functions, in table order
 BUILTIN_FUNCTIONS = (
     "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
     "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
@@ -65,6 +92,16 @@ BUILTIN_FUNCTIONS = (
     "smfmac_i32_32x32x64_i8", "smfmac_f32_16x16x128_fp8_fp8", "smfmac_f32_16x16x128_fp8_bf8",
     "smfmac_f32_16x16x128_bf8_fp8", "smfmac_f32_16x16x128_bf8_bf8", "smfmac_f32_32x32x64_fp8_fp8",
     "smfmac_f32_32x32x64_fp8_bf8", "smfmac_f32_32x32x64_bf8_fp8", "smfmac_f32_32x32x64_bf8_bf8",
+    "smfmac_f32_16x16x32_f16", "smfmac_f32_32x32x16_f16", "smfmac_f32_16x16x32_bf16",
+    "smfmac_f32_32x32x16_bf16", "smfmac_i32_16x16x64_i8", "smfmac_i32_32x32x32_i8",
+    "smfmac_f32_16x16x64_fp8_fp8", "smfmac_f32_16x16x64_fp8_bf8", "smfmac_f32_16x16x64_bf8_fp8",
+    "smfmac_f32_16x16x64_bf8_bf8", "smfmac_f32_32x32x32_fp8_fp8", "smfmac_f32_32x32x32_fp8_bf8",
+    "smfmac_f32_32x32x32_bf8_fp8", "smfmac_f32_32x32x32_bf8_bf8", "wmma_f32_16x16x16_f16_w32_gfx12",
+    "wmma_f32_16x16x16_bf16_w32_gfx12", "wmma_f16_16x16x16_f16_w32_gfx12",
+    "wmma_bf16_16x16x16_bf16_w32_gfx12", "wmma_i32_16x16x16_iu8_w32_gfx12", "wmma_i32_16x16x16_iu4_w32_gfx12",
+    "wmma_i32_16x16x32_iu4_w32_gfx12", "wmma_f32_16x16x16_fp8_fp8_w32_gfx12",
+    "wmma_f32_16x16x16_fp8_bf8_w32_gfx12", "wmma_f32_16x16x16_bf8_fp8_w32_gfx12",
+    "wmma_f32_16x16x16_bf8_bf8_w32_gfx12",
 )
 
 __all__ = [

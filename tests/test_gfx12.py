@@ -407,7 +407,7 @@ def test_long_dot_scan_path():
 
 
 # ============================================================== 3. through the builtins
-FLOAT_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.arch == "gfx12" and not s.integer]
+FLOAT_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.arch == "gfx12" and not s.integer and not s.dense]
 PAIRS_24 = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])
 
 

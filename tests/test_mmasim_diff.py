@@ -167,3 +167,35 @@ def test_sparse_builtin_vs_mmasim(name, waves):
         total_bad += [(w, *x) for x in bad]
         total_excl += excl
     assert not total_bad, f"{len(total_bad)} outputs differ from MMA-Sim (wave, flat index, jwmma, mmasim, C): {total_bad[:8]}"
+
+
+# ------------------------------------------------------- gfx942 SMFMAC, FNUZ (issue #13)
+TORCH_DTYPES.update(fp8_fnuz=torch.float8_e4m3fnuz, bf8_fnuz=torch.float8_e5m2fnuz)
+GFX942 = [("smfmac_f32_16x16x64_fp8_bf8", 3), ("smfmac_f32_16x16x32_f16", 2), ("smfmac_f32_32x32x16_bf16", 2),
+          pytest.param("smfmac_f32_32x32x32_bf8_fp8", 2, marks=pytest.mark.slow),
+          pytest.param("smfmac_f32_16x16x64_fp8_fp8", 2, marks=pytest.mark.slow),
+          pytest.param("smfmac_f32_16x16x64_bf8_bf8", 2, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name,waves", GFX942)
+def test_gfx942_smfmac_vs_mmasim_fnuz(name, waves):
+    """The CDNA3 SMFMAC on gfx942 (their default target) under `cdna3`, MMA-Sim fed FNUZ data
+    (torch.float8_e4m3fnuz / float8_e5m2fnuz: MMA-Sim's native CDNA3 setting). Same inputs,
+    same comparison and exclusions as `test_sparse_builtin_vs_mmasim`."""
+    spec = jwmma.BUILTINS[name]
+    assert spec.arch == "gfx942" and spec.default_model == "cdna3"
+    fa, fb, fc = R.spec_formats(spec)
+    fn = getattr(jwmma, name)
+    total_bad = []
+    for w in range(waves):
+        rng = np.random.default_rng(R.seed_of(name, w, "mmasim942"))
+        A, pos, B, C = R.gen_builtin_float(rng, fa, fb, fc, spec.m, spec.n, spec.k, finite_operands=w % 2 == 1)
+        got = R.run_builtin(fn, spec, A, pos, B, C, model=None)
+        bsel = R.selected_b(B, pos)
+        av = np.broadcast_to(A[:, None, :], (spec.m, spec.n, spec.kc))
+        bv = np.transpose(bsel, (0, 2, 1))
+        want = mmasim_dot(av, bv, C, fa, fb)
+        bad, _ = compare(got.reshape(-1), want.reshape(-1), av.reshape(-1, spec.kc), bv.reshape(-1, spec.kc),
+                         C.reshape(-1), fa, fb)
+        total_bad += [(w, *x) for x in bad]
+    assert not total_bad, f"{len(total_bad)} outputs differ from MMA-Sim (wave, flat index, jwmma, mmasim, C): {total_bad[:8]}"

@@ -285,7 +285,7 @@ def test_cdna3_refuses_16bit_accumulators():
 
 
 # ------------------------------------------------------------------ through the builtins
-CDNA3_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.c_type == "f32"]
+CDNA3_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.c_type == "f32" and not s.dense]  # dense WMMA: test_siblings
 DEFAULT_CDNA3 = {"smfmac_f32_16x16x128_bf8_fp8", "smfmac_f32_32x32x32_bf16", "swmmac_f32_16x16x32_f16_w32"}
 
 

@@ -149,7 +149,7 @@ def test_exact_named_case_f16_tiny_negative_c():
 
 
 # ------------------------------------------------------------------ through the builtins
-FLOAT_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.c_type != "i32"]
+FLOAT_BUILTINS = [n for n, s in jwmma.BUILTINS.items() if s.c_type != "i32" and not s.dense]  # dense WMMA: test_siblings
 # (bf16 `exact` builtins compile slowly: one in the default run, the rest with -m slow)
 DEFAULT_EXACT = {"smfmac_f32_32x32x64_bf8_fp8", "swmmac_bf16_16x16x32_bf16_w32"}
 

@@ -19,7 +19,9 @@ RANGES = {"iu8": (-128, 255), "i8": (-128, 127), "iu4": (-8, 15), "i32": (-(2**3
 
 def test_every_table_type_is_registered():
     used = {t for row in TABLE.values() for t in row[3:6]}
+    used |= {"fp8_fnuz", "bf8_fnuz"}  # the gfx942 SMFMAC's fp8/bf8 (BUILTINS_MORE.md 1.1, tests/test_siblings.py)
     assert used == set(TYPES)
+    assert {getattr(s, f"{w}_type") for s in jwmma.BUILTINS.values() for w in "abc"} == set(TYPES)
     for spec in jwmma.BUILTINS.values():
         for which in "abc":
             t = element_type(getattr(spec, f"{which}_type"))

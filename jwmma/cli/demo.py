@@ -6,6 +6,7 @@ import time
 import zlib
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import models
@@ -28,6 +29,8 @@ DEMO_CASES = (
     ("swmmac_f32_16x16x32_f16_w32", ("gfx12_dot4", "exact", "fma_chain"), {}),
     ("swmmac_i32_16x16x32_iu8_w32", ("staged_clamp",), {"clamp": False}),
     ("swmmac_i32_16x16x32_iu8_w32", ("staged_clamp",), {"clamp": True}),
+    ("smfmac_f32_16x16x64_fp8_fp8", ("cdna3",), {}),  # gfx942 (MI300), FNUZ fp8
+    ("wmma_f32_16x16x16_f16_w32_gfx12", ("gfx12_dot4", "exact"), {}),  # RDNA4 dense
 )
 
 
@@ -48,10 +51,13 @@ def _random_case(spec: BuiltinSpec, waves: int, rng: np.random.Generator):
 
 
 def _prepare(name: str, a, b, c):
-    """prune_2_4 + compress_2_4 + pack_*, jitted: (A24 dense, A, B, C, index registers)."""
+    """prune_2_4 + compress_2_4 + pack_*, jitted: (A24 dense, A, B, C, index registers);
+    a dense builtin packs A as it is (its index registers are zeros it does not read)."""
+    dense = spec_of(name).dense
+
     def prep(a, b, c):
-        a24 = sparsity.prune_2_4(a)
-        values, pos = sparsity.compress_2_4(a24)
+        a24 = a if dense else sparsity.prune_2_4(a)
+        values, pos = (a24, jnp.zeros(a24.shape, jnp.int32)) if dense else sparsity.compress_2_4(a24)
         return (a24, fragments.pack_a(name, values), fragments.pack_b(name, b),
                 fragments.pack_c(name, c), fragments.pack_index(name, pos))
 
@@ -110,7 +116,8 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print) -> list[d
              and (models is None or set(c[1]) & set(models))]
     results = []
     out(f"jwmma demo: {waves} waves per builtin, seed {seed}, {jax.device_count()} {jax.default_backend()} device(s)")
-    out("data: A ~ N(0,1) pruned 2:4 (prune_2_4, compress_2_4), B, C ~ N(0,1); integers uniform, C over all of int32")
+    out("data: A ~ N(0,1) pruned 2:4 (prune_2_4, compress_2_4; wmma_*: dense A), B, C ~ N(0,1); integers uniform, "
+        "C over all of int32")
     out("reference: numpy D = C + A24 @ B in float64 rounded once to f32 (integers: int64, wrapped or clamped)")
     cols = (f"{'builtin':<30} {'model':<22} {'waves':>6} {'bit-identical':>13} {'max rel err':>11} "
             f"{'max err/scale':>13} {'inst/s':>9} {'1st call':>8}")

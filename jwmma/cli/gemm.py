@@ -125,7 +125,7 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
             bar.close()
         seconds = time.perf_counter() - t0
         d = _host(c)
-        macs = m * n * (k / 2) * max(1, int(np.prod(batch)))
+        macs = m * n * (k * spec.kc / spec.k) * max(1, int(np.prod(batch)))  # stored products (dense: all k)
         n_chunks = -(-n_steps // chunk)
         if n_chunks > 1:  # the chunks after the first ran compiled
             steady = (seconds - t_first) * n_chunks / (n_chunks - 1)

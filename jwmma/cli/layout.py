@@ -30,6 +30,8 @@ def cmd_layout(args) -> int:
     """``jwmma layout``: the layout of one operand (list, grid or JSON)."""
     spec = spec_of(args.name)
     operand = "c" if args.operand == "d" else args.operand
+    if operand == "index" and spec.dense:
+        raise CliError(f"{spec.name} is dense: it has no index register (operands: a, b, c/d)")
     if not 0 <= args.index_set < len(spec.index_sets):
         raise CliError(
             f"--index-set for {spec.name} must be one of {list(range(len(spec.index_sets)))} "

@@ -46,8 +46,9 @@ def row(spec: BuiltinSpec) -> dict:
         "name": spec.name, "hip_name": spec.hip_name, "signature": spec.signature(),
         "arch": spec.arch, "wave": spec.wave, "m": spec.m, "n": spec.n, "k_dense": spec.k,
         "k_compressed": spec.kc, "operands": ops,
-        "index_sets": [{"set": i, "bits": [s + (31 if len(spec.index_sets) == 1 else 15), s]}
-                       for i, s in enumerate(spec.index_sets)],
+        "index_sets": [] if spec.dense else [{"set": i, "bits": [s + 32 // spec.n_sets - 1, s]}
+                                             for i, s in enumerate(spec.index_sets)],
+        "dense": spec.dense, "targets": list(spec.targets),
         "default_model": spec.default_model, "evidence": evidence_kind(spec),
         "evidence_note": spec.default_evidence,
     }
@@ -69,7 +70,7 @@ def cmd_list(args) -> int:
             s.name, s.arch, str(s.wave), f"{s.m}x{s.n}x{s.k}",
             f"{s.a_type}*{s.b_type}->{s.c_type}",
             " ".join(f"{o[k]['hip_vector']}({o[k]['vgprs']})" for k in ("a", "b", "c")),
-            "2x16b" if len(s.index_sets) == 2 else "1x32b",
+            "-" if s.dense else f"{s.n_sets}x{32 // s.n_sets}b",
             f"{s.default_model} ({r['evidence']} [{note}])",
         ])
     head = ["builtin", "arch", "wave", "MxNxK", "A*B->C/D", "A B C vectors (VGPRs)", "index", "default model"]
@@ -80,11 +81,13 @@ def cmd_list(args) -> int:
     for t in table:
         print(fmt(t))
     print()
-    print("Legend: names drop the __builtin_amdgcn_ prefix. K in MxNxK is the DENSE K (A holds K/2")
-    print("compressed values per row, with a 2-bit position each in the index register).")
-    print("Vectors are the HIP register types of A, B, C with their VGPRs per lane; 8/4-bit data")
-    print("are packed 4/8 per int, f16/bf16 2 per VGPR. index: 2x16b = two 16-bit index sets")
-    print("(bits 15:0 / 31:16), 1x32b = one 32-bit set. gfx12 = RDNA4 (wave32), gfx950 = CDNA4 (wave64).")
+    print("Legend: names drop the __builtin_amdgcn_ prefix. K in MxNxK is the DENSE K (sparse builtins:")
+    print("A holds K/2 compressed values per row, with a 2-bit position each in the index register;")
+    print("wmma_*: dense, no index). Vectors are the HIP register types of A, B, C with their VGPRs per")
+    print("lane; 8/4-bit data are packed 4/8 per int, f16/bf16 2 per VGPR. index: 2x16b = two 16-bit index")
+    print("sets (bits 15:0 / 31:16), 4x8b = four 8-bit sets, 1x32b = one 32-bit set. gfx12 = RDNA4 (wave32),")
+    print("gfx950 = CDNA4, gfx942 = CDNA3/MI300 (wave64; these also run on gfx950: target='gfx950' decodes")
+    print("their fp8/bf8 as OCP instead of FNUZ; fp8_fnuz/bf8_fnuz = ml_dtypes float8_e4m3fnuz/e5m2fnuz).")
     print("Default model evidence (measured* = measured on a dense relative, transfer assumed):")
     for text, n in notes.items():
         print(f"  [{n}] {text}")
@@ -94,9 +97,9 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 25 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 50 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()}),
-                   help="only RDNA4 (gfx12) or CDNA4 (gfx950)")
+                   help="only RDNA4 (gfx12), CDNA4 (gfx950) or CDNA3 (gfx942)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)

@@ -1,10 +1,12 @@
-"""The 25 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 50 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
 independent waves and broadcast against each other. Every function is made by `make` from its
 table row through one calling-convention adapter (`jwmma.isa.conventions`): the row says
-which HIP arguments it takes, in which order, and how they map onto the engine's roles.
+which HIP arguments it takes, in which order, and how they map onto the engine's roles. The
+dense builtins (RDNA4 WMMA) have no index argument; the CDNA3 SMFMAC take ``target=``, which
+picks the row as decoded on that chip (`jwmma.isa.table.lookup`).
 """
 from __future__ import annotations
 
@@ -96,8 +98,8 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     """Validate the operands of ``spec`` and run it: what every builtin function does.
 
     Args:
-        spec: the builtin; a, b, c: registers; idx: the index registers; s: the index set's
-        bit offset; a_signed, b_signed, clamp: static integer modifiers; model: a model name,
+        spec: the builtin; a, b, c: registers; idx: the index registers (None for a dense
+        builtin); s: the index set's bit offset; a_signed, b_signed, clamp: static integer modifiers; model: a model name,
         text or object (None: the row's default); check: report undefined index pairs;
         options, backend: execution options (`jwmma.Options`).
     Returns:
@@ -108,7 +110,10 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     b = fragments.check_regs(spec, spec.b, b, "b")
     c = fragments.check_regs(spec, spec.c, c, "c")
     what = spec.convention.index_name
-    idx = fragments.check_index(spec, as_array(idx, what), what)
+    if what is None:  # dense: no index register; the engine reads none
+        idx = jnp.zeros((spec.lanes,), jnp.int32)
+    else:
+        idx = fragments.check_index(spec, as_array(idx, what), what)
     m = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
     (a, b, c, idx), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1))
@@ -126,22 +131,28 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
 # ------------------------------------------------------------------------ the functions
 def _hip_call(spec: BuiltinSpec, arguments: dict):
     """A bound call of a builtin function (HIP argument names) -> `call`."""
-    r = roles(spec.convention, arguments)
-    a_signed = check_static_bool(r.get("a_signed", True), "a_neg")
-    b_signed = check_static_bool(r.get("b_signed", True), "b_neg")
+    conv = spec.convention
+    r = roles(conv, arguments)
+    if "target" in r:
+        spec = lookup(spec.name, r["target"])
+    a_signed = check_static_bool(r.get("a_signed", True), conv.name_of("a_signed", "a_neg"))
+    b_signed = check_static_bool(r.get("b_signed", True), conv.name_of("b_signed", "b_neg"))
     clamp = check_static_bool(r.get("clamp", False), "clamp")
     s = index_offset(spec, r.get("cbsz", 0), r.get("abid", 0), r.get("index_key", 0))
-    return call(spec, r["a"], r["b"], r["c"], r["index"], s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
+    return call(spec, r["a"], r["b"], r["c"], r.get("index"), s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
                 model=r["model"], check=r["check"], options=r["options"], backend=r["backend"])
 
 
 def _doc(spec: BuiltinSpec) -> str:
-    parts = [f"{spec.family}: D = A_sparse x B + C.", spec.convention.summary, f"Index: {spec.index_note()}."]
+    what = "D = A x B + C (dense)." if spec.dense else "D = A_sparse x B + C."
+    parts = [f"{spec.family}: {what}", spec.convention.summary, f"Index: {spec.index_note()}."]
+    a_text = f"A holds all {spec.k}" if spec.dense else f"A holds {spec.kc} compressed"
+    idx_text = "" if spec.dense else f"; index (*batch, {spec.lanes}) int32"
     return (
         " ".join(p for p in parts if p)
         + f"\n\n{spec.signature()}\n\n{spec.arch}, wave{spec.wave}, {spec.m}x{spec.n}x{spec.k} "
-        f"(dense K; A holds {spec.kc} compressed values per row). Registers: A {spec.a.n}, "
-        f"B {spec.b.n}, C {spec.c.n} elements per lane; index (*batch, {spec.lanes}) int32.\n"
+        f"(dense K; {a_text} values per row). Registers: A {spec.a.n}, "
+        f"B {spec.b.n}, C {spec.c.n} elements per lane{idx_text}.\n"
         f"Default model: {spec.default_model} ({spec.default_evidence}).\n\n"
         "Args: the HIP arguments in HIP order (registers (*batch, lanes, n), the index register "
         "(*batch, lanes) int32, compile-time modifiers as Python bools/ints); model: a preset "
@@ -196,6 +207,33 @@ smfmac_f32_32x32x64_fp8_fp8 = make("smfmac_f32_32x32x64_fp8_fp8")
 smfmac_f32_32x32x64_fp8_bf8 = make("smfmac_f32_32x32x64_fp8_bf8")
 smfmac_f32_32x32x64_bf8_fp8 = make("smfmac_f32_32x32x64_bf8_fp8")
 smfmac_f32_32x32x64_bf8_bf8 = make("smfmac_f32_32x32x64_bf8_bf8")
+# CDNA3 SMFMAC (gfx942; gfx950 with target='gfx950')
+smfmac_f32_16x16x32_f16 = make("smfmac_f32_16x16x32_f16")
+smfmac_f32_32x32x16_f16 = make("smfmac_f32_32x32x16_f16")
+smfmac_f32_16x16x32_bf16 = make("smfmac_f32_16x16x32_bf16")
+smfmac_f32_32x32x16_bf16 = make("smfmac_f32_32x32x16_bf16")
+smfmac_i32_16x16x64_i8 = make("smfmac_i32_16x16x64_i8")
+smfmac_i32_32x32x32_i8 = make("smfmac_i32_32x32x32_i8")
+smfmac_f32_16x16x64_fp8_fp8 = make("smfmac_f32_16x16x64_fp8_fp8")
+smfmac_f32_16x16x64_fp8_bf8 = make("smfmac_f32_16x16x64_fp8_bf8")
+smfmac_f32_16x16x64_bf8_fp8 = make("smfmac_f32_16x16x64_bf8_fp8")
+smfmac_f32_16x16x64_bf8_bf8 = make("smfmac_f32_16x16x64_bf8_bf8")
+smfmac_f32_32x32x32_fp8_fp8 = make("smfmac_f32_32x32x32_fp8_fp8")
+smfmac_f32_32x32x32_fp8_bf8 = make("smfmac_f32_32x32x32_fp8_bf8")
+smfmac_f32_32x32x32_bf8_fp8 = make("smfmac_f32_32x32x32_bf8_fp8")
+smfmac_f32_32x32x32_bf8_bf8 = make("smfmac_f32_32x32x32_bf8_bf8")
+# RDNA4 dense WMMA (gfx12, wave32)
+wmma_f32_16x16x16_f16_w32_gfx12 = make("wmma_f32_16x16x16_f16_w32_gfx12")
+wmma_f32_16x16x16_bf16_w32_gfx12 = make("wmma_f32_16x16x16_bf16_w32_gfx12")
+wmma_f16_16x16x16_f16_w32_gfx12 = make("wmma_f16_16x16x16_f16_w32_gfx12")
+wmma_bf16_16x16x16_bf16_w32_gfx12 = make("wmma_bf16_16x16x16_bf16_w32_gfx12")
+wmma_i32_16x16x16_iu8_w32_gfx12 = make("wmma_i32_16x16x16_iu8_w32_gfx12")
+wmma_i32_16x16x16_iu4_w32_gfx12 = make("wmma_i32_16x16x16_iu4_w32_gfx12")
+wmma_i32_16x16x32_iu4_w32_gfx12 = make("wmma_i32_16x16x32_iu4_w32_gfx12")
+wmma_f32_16x16x16_fp8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_fp8_w32_gfx12")
+wmma_f32_16x16x16_fp8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_bf8_w32_gfx12")
+wmma_f32_16x16x16_bf8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_fp8_w32_gfx12")
+wmma_f32_16x16x16_bf8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_bf8_w32_gfx12")
 
 #: name -> builtin function, in table order (a test checks it against `BUILTINS`)
 FUNCTIONS = {name: globals()[name] for name in BUILTINS}

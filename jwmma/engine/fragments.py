@@ -231,7 +231,8 @@ def pack_a(name: str, a_comp, *, check: bool = False) -> jnp.ndarray:
     """Compressed A -> registers.
 
     Args:
-        name: the builtin; a_comp: (*batch, M, Kc) logical values of its A type.
+        name: the builtin; a_comp: (*batch, M, Kc) logical values of its A type (dense
+            builtins: the whole (*batch, M, K) A).
         check: also check traced integer values when the computation runs (concrete values
             are always checked); with check=False a traced value keeps its low element bits
             (v mod 2**bits, two's complement), as the register holds them.
@@ -308,6 +309,8 @@ def unpack_c(name: str, regs) -> jnp.ndarray:
 def index_words(spec: BuiltinSpec, pos, s: int) -> jnp.ndarray:
     """Positions (*batch, M, Kc) ints 0..3 -> index registers (*batch, lanes) int32 with the
     position of A element e of a lane in bits s+2e+1:s+2e, all other bits zero (no checks)."""
+    if spec.dense:  # no index register: zero words
+        return jnp.zeros((*jnp.shape(pos)[:-2], spec.lanes), jnp.int32)
     lane_pos = matrix_to_lanes(spec.a_layout, jnp.asarray(pos).astype(jnp.uint32))
     shifts = (s + 2 * jnp.arange(spec.a.elems, dtype=jnp.uint32)).astype(jnp.uint32)
     return lax.bitcast_convert_type(or_reduce(lane_pos << shifts), jnp.int32)
@@ -358,7 +361,9 @@ def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
 
 def positions(spec: BuiltinSpec, idx, s: int) -> jnp.ndarray:
     """(*batch, lanes) index registers -> (*batch, M, Kc) positions of set offset ``s``
-    (static gathers; used inside the builtins)."""
+    (static gathers; used inside the builtins). Dense builtins: zeros (`step` ignores them)."""
+    if spec.dense:
+        return jnp.zeros((*idx.shape[:-1], spec.m, spec.kc), jnp.int32)
     inv = layouts.inverse(spec.a_layout, (spec.m, spec.kc))
     lane_of, e_of = inv // spec.a.elems, inv % spec.a.elems
     words = lax.bitcast_convert_type(idx.astype(jnp.int32), jnp.uint32)

@@ -1,5 +1,6 @@
 """The index register: which set a call reads, and which position pairs the hardware leaves
-undefined (BUILTINS.md sections 2.2, 4.2 and 5), from the table's `IndexRule`.
+undefined (BUILTINS.md sections 2.2, 4.2 and 5; BUILTINS_MORE.md 1.3), from the table's
+`IndexRule`. Dense builtins have no index register: they take no index modifiers.
 """
 from __future__ import annotations
 
@@ -28,8 +29,13 @@ def index_offset(spec: BuiltinSpec, cbsz=0, abid=0, index_key=0) -> int:
     rule = spec.index
     if rule.selector == "cbsz_abid":
         cbsz = check_static_int(cbsz, "cbsz", 0, rule.cbsz_max)
-        abid = check_static_int(abid, "abid", 0, rule.abid_max)
+        abid_max = spec.n_sets - 1 if rule.abid_max is None else rule.abid_max
+        abid = check_static_int(abid, "abid", 0, abid_max)
         return spec.index_sets[abid % spec.n_sets] if cbsz % 4 == 0 else 0
+    if rule.selector == "none":
+        for what, v in (("cbsz", cbsz), ("abid", abid), ("index_key", index_key)):
+            check_static_int(v, what, 0, 0)
+        return 0
     index_key = check_static_int(index_key, "index_key", 0, spec.n_sets - 1)
     return spec.index_sets[index_key]
 
@@ -41,6 +47,8 @@ def violations(spec: BuiltinSpec, idx, s: int):
     e = jnp.arange(spec.a.elems, dtype=jnp.uint32)
     fields = ((words[..., None] >> (s + 2 * e).astype(jnp.uint32)) & 3).astype(jnp.int32)
     p0, p1 = fields[..., 0::2], fields[..., 1::2]
+    if spec.index.undefined == "none":
+        return jnp.zeros(p0.shape, bool)
     return (p0 >= p1) if spec.index.undefined == "increasing" else (p0 == p1)
 
 

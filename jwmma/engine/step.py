@@ -5,6 +5,12 @@ k = 4*(c//2) + pos(i, c). The engine decodes A and B, and hands the model the ma
 ``select`` function that *gathers* the selected B rows (never is A densified with zeros, so
 NaN/Inf in pruned B rows cannot leak). How the model forms D from them, fast paths included,
 is the model's business (`jwmma.models.Model.instruction`).
+
+A dense instruction (RDNA4 WMMA, BUILTINS_MORE.md 2.2: D = C + sum_k A[i][k] B[k][j]) is the
+same step on an A of K stored values per row: stored value c is B row c. `dense_as_sparse`
+states it in the sparse form every model takes (pairs (0, 1) of a B with two never-selected
+rows after every pair), so the models see the K products in documented K order, the order the
+hardware steps through them, and need no dense case of their own.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from ..isa.types import element_type
 from ..models.base import Context
 from ..numerics.formats import decode, decode_int, pack_fields, unpack_fields
 
-__all__ = ["context", "decode_operand", "select_rows", "selector", "step"]
+__all__ = ["context", "decode_operand", "select_rows", "selector", "dense_as_sparse", "step"]
 
 
 def context(spec: BuiltinSpec, clamp: bool = False) -> Context:
@@ -66,12 +72,28 @@ def selector(fmt):
     return select
 
 
+def dense_as_sparse(a_codes, b_codes):
+    """A dense step (A (..., M, K), B (..., K, N)) as a sparse one: positions (0, 1) in every
+    group of four and B rows 2q, 2q+1 at dense rows 4q, 4q+1 (rows 4q+2, 4q+3: zeros that no
+    position selects), so that stored value c multiplies B row c.
+
+    Returns:
+        (pos (..., M, K) int32, b (..., 2K, N) codes).
+    """
+    *lead, k, n = b_codes.shape
+    pairs = b_codes.reshape(*lead, k // 2, 2, n)
+    spread = jnp.concatenate([pairs, jnp.zeros_like(pairs)], axis=-2).reshape(*lead, 2 * k, n)
+    pos = jnp.broadcast_to(jnp.arange(a_codes.shape[-1], dtype=jnp.int32) % 2, a_codes.shape)
+    return pos, spread
+
+
 def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signed=True, b_signed=True, clamp=False):
     """D of one instruction on whole matrices.
 
     Args:
         spec: the builtin; model: a resolved `Model`; a_codes: (..., M, Kc) int32 element
-        codes; pos: (..., M, Kc) ints 0..3; b_codes: (..., Kd, N); c: (..., M, N) accumulator
+        codes; pos: (..., M, Kc) ints 0..3 (ignored by dense builtins, whose A is
+        (..., M, K)); b_codes: (..., Kd, N); c: (..., M, N) accumulator
         bit patterns (floats) or int32 values; options: resolved `jwmma.Options`;
         a_signed, b_signed, clamp: the integer modifiers.
     Returns:
@@ -79,6 +101,8 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signe
         `x64_scope()`.
     """
     ctx = context(spec, clamp)
+    if spec.dense:
+        pos, b_codes = dense_as_sparse(a_codes, b_codes)
     a = decode_operand(spec.a_type, a_codes, a_signed)
     b = decode_operand(spec.b_type, b_codes, b_signed)
     return model.instruction(ctx, a, pos, b, c, selector(spec.b_format), options)

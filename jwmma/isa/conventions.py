@@ -1,8 +1,10 @@
-"""HIP calling conventions of the builtins (BUILTINS.md sections 2.1 and 4.1, API.md section 1).
+"""HIP calling conventions of the builtins (BUILTINS.md sections 2.1 and 4.1, BUILTINS_MORE.md 1.1
+and 2.1, API.md section 1).
 
 A convention is the builtin's argument list in HIP order, each argument with its *role* (the
 operand or modifier it is: 'a', 'b', 'c', 'index', 'a_signed', 'b_signed', 'clamp', 'cbsz',
-'abid'), plus the Python-only keywords (RDNA4's ``index_key``). From it follow the HIP
+'abid'), plus the Python-only keywords (RDNA4's ``index_key``; the CDNA3 SMFMAC's ``target``,
+which picks the fp8/bf8 decoding of the chip the code runs on). From it follow the HIP
 prototype text (`signature`), the Python signature of the builtin functions
 (`python_signature`), the adapter from bound arguments to roles (`roles`) and back to HIP
 order (`hip_args`). The builtins, kernels and the command line call builtins through these
@@ -51,6 +53,16 @@ class Convention:
         """Whether the builtin takes a_neg/b_neg/clamp (integer RDNA4 builtins)."""
         return any(p.role == "a_signed" for p in self.params)
 
+    @property
+    def has_index(self) -> bool:
+        """False for the dense builtins (no index register)."""
+        return self.index_name is not None
+
+    def name_of(self, role: str, default: str | None = None) -> str | None:
+        """The HIP name of the argument with ``role`` ('a_neg' or 'a_sign' for 'a_signed'),
+        ``default`` when the convention has none."""
+        return next((p.name for p in (*self.params, *self.keywords) if p.role == role), default)
+
 
 _INDEX_KEY = Param("index_key", "index_key", 0)
 CONVENTIONS = MappingProxyType({c.name: c for c in (
@@ -63,13 +75,23 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "each of two stages), otherwise it wraps."),
     Convention("smfmac", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("idx", "index"),
                           Param("cbsz", "cbsz", 0), Param("abid", "abid", 0))),
+    Convention("smfmac_cdna3", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("idx", "index"),
+                                Param("cbsz", "cbsz", 0), Param("abid", "abid", 0)),
+               (Param("target", "target", "gfx942"),),
+               "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
+               "the code runs on; cbsz must be 0..3 and abid 0..sets-1."),
+    Convention("wmma", (Param("a", "a"), Param("b", "b"), Param("c", "c"))),
+    Convention("wmma_iu", (Param("a_sign", "a_signed"), Param("a", "a"), Param("b_sign", "b_signed"),
+                           Param("b", "b"), Param("c", "c"), Param("clamp", "clamp")), (),
+               "a_sign/b_sign true = signed operand; clamp saturates the i32 result (default model: after "
+               "each K-half, as gfx1201 does), otherwise it wraps."),
 )})
 
 #: keyword-only arguments every builtin function takes besides its convention's
 ENGINE_KEYWORDS = (("model", None), ("check", False), ("options", None), ("backend", None))
 
 #: what a role is called in the HIP prototype when it is not a register operand
-_C_TYPES = {"index": "int", "a_signed": "bool", "b_signed": "bool", "clamp": "bool", "cbsz": "int", "abid": "int"}
+_C_TYPES = {"target": "str", "index": "int", "a_signed": "bool", "b_signed": "bool", "clamp": "bool", "cbsz": "int", "abid": "int"}
 
 
 def signature(spec) -> str:
@@ -128,13 +150,14 @@ def roles(conv: Convention, arguments: dict) -> dict:
     return out
 
 
-def hip_args(conv: Convention, a, b, c, index, *, a_signed=True, b_signed=True, clamp=False, cbsz=0,
+def hip_args(conv: Convention, a, b, c, index=None, *, a_signed=True, b_signed=True, clamp=False, cbsz=0,
              abid=0) -> tuple:
     """The positional HIP arguments of a call, in the convention's order.
 
     Args:
         conv: the builtin's `Convention`.
-        a, b, c, index: the register operands and the index register.
+        a, b, c, index: the register operands and the index register (left out by the
+            dense builtins, which have none).
         a_signed, b_signed, clamp, cbsz, abid: modifiers; those the convention lacks are
             left out (their defaults are what those builtins do).
     Returns:

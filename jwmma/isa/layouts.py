@@ -1,8 +1,10 @@
 """Register layouts: which matrix element each (lane, vector element) holds.
 
 Built once with numpy from the formulas of BUILTINS.md sections 2.2 (RDNA4) and 4.2
-(CDNA4). Every array has shape (lanes, n, 2):
-  A: [lane, e] -> (row i, compressed column c)   (c // 2 is the dense group q; k = 4q + pos)
+(CDNA4), and BUILTINS_MORE.md 1.2 (CDNA3 SMFMAC) and 2.2 (RDNA4 dense WMMA). Every array has
+shape (lanes, n, 2):
+  A: [lane, e] -> (row i, compressed column c)   (c // 2 is the dense group q; k = 4q + pos;
+     dense WMMA: (row i, dense k))
   B: [lane, f] -> (dense k, column j)
   C: [lane, t] -> (row i, column j)
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "cdna4_a", "cdna4_b", "cdna4_c", "inverse"]
+__all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "rdna4_dense_b", "cdna4_a", "cdna4_b", "cdna4_c", "cdna3_b",
+           "inverse"]
 
 
 def _grid(lanes: int, n: int):
@@ -53,6 +56,13 @@ def rdna4_c() -> np.ndarray:
     return _stack(8 * (lane // 16) + t, lane % 16)
 
 
+def rdna4_dense_b(n_b: int, elem_bits: int) -> np.ndarray:
+    """Dense WMMA B (BUILTINS_MORE.md 2.2): the A formulas with column j = L % 16 for row i,
+    16-bit k = 8*(f//4) + 4*h + f%4, 8/4-bit k = n_b*h + f. (Dense WMMA A is `rdna4_a` of
+    a 16 x K matrix: SWMMAC's compressed A layout is the dense one of half K, 2.3.)"""
+    return rdna4_a(n_b, elem_bits)[..., ::-1].copy()
+
+
 # ------------------------------------------------------------------ CDNA4 (gfx950, wave64)
 def cdna4_a(m: int, n_a: int) -> np.ndarray:
     """A (compressed): contiguous per lane group, c = n_a*g + e, g = L // M, row L % M."""
@@ -68,6 +78,13 @@ def cdna4_b(m: int, n_b: int, kd: int) -> np.ndarray:
     half = n_b // 2
     k = (f // half) * (kd // 2) + half * g + f % half
     return _stack(k, r)
+
+
+def cdna3_b(m: int, n_b: int) -> np.ndarray:
+    """CDNA3 B (dense, BUILTINS_MORE.md 1.2): contiguous per lane group, k = n_b*g + f."""
+    lane, f = _grid(64, n_b)
+    g, r = lane // m, lane % m
+    return _stack(n_b * g + f, r)
 
 
 def cdna4_c(m: int) -> np.ndarray:

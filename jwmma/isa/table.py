@@ -1,11 +1,15 @@
-"""The instruction table: one keyword record per builtin (BUILTINS.md sections 2 and 4).
+"""The instruction table: one keyword record per builtin (BUILTINS.md sections 2 and 4;
+BUILTINS_MORE.md sections 1 and 2 for the CDNA3 SMFMAC and the RDNA4 dense WMMA).
 
 A row is a builtin's whole description: its family (architecture, wave size, layout formulas,
 how the index register is read), shapes, element types, the HIP calling convention, how many
 index sets it has, its default arithmetic model and the evidence for that model. Derived
 facts (register operands, layout arrays) are computed from the row when the table is built;
 the arithmetic itself is `jwmma.models`. Adding a builtin of a known family is adding a row;
-a new family is one `Family` (its layout formulas in `jwmma.isa.layouts`).
+a new family is one `Family` (its layout formulas in `jwmma.isa.layouts`). A builtin that
+runs on several chips with different fp8/bf8 decodings (the CDNA3 SMFMAC on gfx942 and gfx950)
+names its targets and their element types in its row (`targets`); `lookup(name, target)` gives
+the row as decoded on one target.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from .conventions import CONVENTIONS, Convention, signature
 from .types import SHORT, Storage, element_type
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "RDNA4_SWMMAC",
-           "CDNA4_SMFMAC"]
+           "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "TARGETS"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,23 +61,26 @@ class IndexRule:
 
     ``selector``: how a call picks one of the ``sets`` index sets (each ``32 // sets`` bits,
     from bit 0 up): 'index_key' (RDNA4: the Python keyword ``index_key``; the builtin itself
-    reads set 0) or 'cbsz_abid' (CDNA: set ``abid % sets`` when ``cbsz % 4 == 0``, else set
-    0, with cbsz in [0, cbsz_max] and abid in [0, abid_max]). ``undefined``: which position
-    pairs (p0, p1) of a stored pair the hardware leaves undefined: 'increasing' (CDNA: the
-    ISA requires p0 < p1) or 'distinct' (RDNA4: p0 == p1 breaks the 2:4 rule).
+    reads set 0), 'cbsz_abid' (CDNA: set ``abid % sets`` when ``cbsz % 4 == 0``, else set
+    0, with cbsz in [0, cbsz_max] and abid in [0, abid_max]; ``abid_max=None``: abid must
+    name a set, 0..sets-1, as the calculator requires for CDNA3, BUILTINS_MORE.md 1.3) or
+    'none' (dense builtins: no index register). ``undefined``: which position pairs (p0, p1)
+    of a stored pair the hardware leaves undefined: 'increasing' (CDNA: the ISA requires
+    p0 < p1), 'distinct' (RDNA4: p0 == p1 breaks the 2:4 rule) or 'none'.
     """
 
     selector: str
     undefined: str
     cbsz_max: int = 7
-    abid_max: int = 15
+    abid_max: int | None = 15
 
 
 @dataclass(frozen=True)
 class Family:
     """What the builtins of one family share: ``title`` (docstrings), ``arch``, ``wave``,
     the `IndexRule`, the storage of bf16 registers, and the layout formulas
-    ``a_layout(m, n_a, bits, k)``, ``b_layout(m, n_b, bits, k)``, ``c_layout(m)``."""
+    ``a_layout(m, n_a, bits, k)``, ``b_layout(m, n_b, bits, k)``, ``c_layout(m)``, and
+    ``dense``: True for builtins without sparsity (A is the whole M x K matrix, no index)."""
 
     title: str
     arch: str
@@ -83,6 +90,7 @@ class Family:
     b_layout: Callable
     c_layout: Callable
     bf16_storage: Storage | None = None
+    dense: bool = False
 
 
 RDNA4_SWMMAC = Family(
@@ -98,18 +106,42 @@ CDNA4_SMFMAC = Family(
     b_layout=lambda m, n_b, bits, k: layouts.cdna4_b(m, n_b, k),
     c_layout=layouts.cdna4_c,
 )
+CDNA3_SMFMAC = Family(
+    "CDNA3 SMFMAC", "gfx942", 64, IndexRule("cbsz_abid", "increasing", cbsz_max=3, abid_max=None),
+    a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),  # same formula, BUILTINS_MORE.md 1.4
+    b_layout=lambda m, n_b, bits, k: layouts.cdna3_b(m, n_b),
+    c_layout=layouts.cdna4_c,
+    bf16_storage=SHORT,  # CDNA3 bf16 registers are `short` bit patterns (BUILTINS_MORE.md 1.1)
+)
+RDNA4_WMMA = Family(
+    "RDNA4 WMMA", "gfx12", 32, IndexRule("none", "none"),
+    a_layout=lambda m, n_a, bits, k: layouts.rdna4_a(n_a, bits),  # BUILTINS_MORE.md 2.2, 2.3
+    b_layout=lambda m, n_b, bits, k: layouts.rdna4_dense_b(n_b, bits),
+    c_layout=lambda m: layouts.rdna4_c(),
+    bf16_storage=SHORT,
+    dense=True,
+)
+
+#: the CDNA3 SMFMAC builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1):
+#: gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP
+TARGETS = {
+    "cdna3": (("gfx942", {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}), ("gfx950", {})),
+}
 
 
 @dataclass(frozen=True, eq=False)
 class BuiltinSpec:
     """One builtin (API.md section 2). Built by `_row`; the fields are:
 
-    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4 or 'gfx950'
-    CDNA4), wave (32 or 64), m, n, k (k is the DENSE K of the name), a_type / b_type / c_type
-    (`jwmma.isa.types` names), a / b / c (`Operand`), convention (`Convention`), index
-    (`IndexRule`), n_sets (index sets), default_model (a preset name), default_evidence
-    (what the model rests on), a_layout / b_layout / c_layout: int arrays (lanes, n, 2)
-    mapping [lane, element] to (row, column) of compressed A (M x K/2), B (K x N) and C/D.
+    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4, 'gfx950'
+    CDNA4, 'gfx942' CDNA3; a CDNA3 row looked up for gfx950 says 'gfx950'), wave (32 or 64),
+    m, n, k (k is the DENSE K of the name), a_type / b_type / c_type (`jwmma.isa.types`
+    names, as decoded on ``target``), a / b / c (`Operand`), convention (`Convention`),
+    index (`IndexRule`), n_sets (index sets), default_model (a preset name),
+    default_evidence (what the model rests on), a_layout / b_layout / c_layout: int arrays
+    (lanes, n, 2) mapping [lane, element] to (row, column) of compressed A (M x K/2; dense
+    builtins: M x K), B (K x N) and C/D; dense (no sparsity, no index); target (the chip
+    whose decoding this row describes) and targets (every chip the builtin runs on).
     """
 
     name: str
@@ -133,6 +165,9 @@ class BuiltinSpec:
     a_layout: np.ndarray = field(repr=False)
     b_layout: np.ndarray = field(repr=False)
     c_layout: np.ndarray = field(repr=False)
+    dense: bool = False
+    target: str = ""
+    targets: tuple = ()
 
     # ---------------------------------------------------------------- derived facts
     @property
@@ -141,8 +176,8 @@ class BuiltinSpec:
 
     @property
     def kc(self) -> int:
-        """Compressed K: stored A values per row."""
-        return self.k // 2
+        """Compressed K: stored A values per row (dense builtins: K)."""
+        return self.k if self.dense else self.k // 2
 
     @property
     def integer(self) -> bool:
@@ -204,13 +239,18 @@ class BuiltinSpec:
 
     def index_note(self) -> str:
         """How the builtin picks its index set, in words (BUILTINS.md 2.2, 4.2)."""
+        if self.dense:
+            return "none (dense: no index register)"
         if self.n_sets == 1:
             ignored = "cbsz/abid are ignored" if self.index.selector == "cbsz_abid" else "there is no index_key"
             return f"one 32-bit index set (bits 31:0); {ignored}"
         width = 32 // self.n_sets
         sets = ", ".join(f"set {i} = bits {s + width - 1}:{s}" for i, s in enumerate(self.index_sets))
         words = {2: "two", 4: "four"}[self.n_sets]
-        if self.index.selector == "cbsz_abid":
+        if self.index.selector == "cbsz_abid" and self.index.abid_max is None:
+            how = (f"the builtin uses set abid when cbsz == 0, else set 0 (cbsz 0..{self.index.cbsz_max}, "
+                   f"abid 0..{self.n_sets - 1}; anything else is refused)")
+        elif self.index.selector == "cbsz_abid":
             abid = "abid[0]" if self.n_sets == 2 else "abid[1:0]"
             how = f"the builtin uses set {abid} when cbsz[1:0] == 0, else set 0"
         else:
@@ -227,11 +267,20 @@ _GFX12_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu); transfer to S
               "4-product step grouping assumed")
 _GFX12_16 = "measured on gfx1201 dense packed WMMA (narrowing after every step); transfer to SWMMAC assumed"
 _GFX12_8 = "assumed: no RDNA4 fp8 matrix captures; single-grid DOT4 step by analogy"
-_STAGED = ("second-hand: GoC's two-stage saturation from gfx1201 captures (unverified); without clamp "
-           "the i32 result wraps")
+_STAGED = ("second-hand: GoC's gfx1201 SWMMAC digests need saturation after each compressed-K half "
+           "(64/64 for iu4 K64); without clamp the i32 result wraps")
+_WMMA_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu): 4 products per step in documented K "
+             "order reproduce all 24 one-output captures")
+_WMMA_16 = ("measured on gfx1201 dense packed f16/bf16 WMMA (rocjitsu): narrowing after every 4-product "
+            "step reproduces all 18 packed captures")
+_WMMA_8 = "assumed: no RDNA4 fp8 matrix captures; gfx12_dot4's 8-bit step (one grid per 4 products)"
+_WMMA_INT = ("second-hand: GoC's gfx1201 dense integer digests need saturation after each K-half "
+             "(384/384; one final saturation, model 'exact': 240/384); without clamp the i32 result wraps")
 _CDNA3 = ("assumed: MMA-Sim's bit-accurate CDNA3 (gfx942) algorithm with OCP fp8 decoding; no gfx950 "
           "characterisation is published")
 _EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp operand)"
+_CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accurate CDNA3 algorithm; FNUZ "
+              "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC, and to gfx950, assumed")
 
 
 def _operand(family: Family, type_name: str, elems: int) -> Operand:
@@ -241,19 +290,34 @@ def _operand(family: Family, type_name: str, elems: int) -> Operand:
     return Operand(n, elems, t.bits, storage)
 
 
+#: (name, target) -> the row as decoded on a target other than its default
+_VARIANTS: dict = {}
+
+
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
-         sets: int, model: str, evidence: str) -> BuiltinSpec:
-    """A table row from its keyword record; operands and layouts follow from the family."""
+         sets: int, model: str, evidence: str, targets: str | None = None) -> BuiltinSpec:
+    """A table row from its keyword record; operands and layouts follow from the family.
+    ``targets`` names an entry of `TARGETS` (the chips it runs on and their element types);
+    the first target is the row's, the others are kept for `lookup`."""
+    chips = TARGETS[targets] if targets else ((family.arch, {}),)
     bits = element_type(a).bits
-    n_a, n_b, n_c = m * (k // 2) // family.wave, k * n // family.wave, m * n // family.wave
-    spec = BuiltinSpec(
-        name=name, family=family.title, arch=family.arch, wave=family.wave, m=m, n=n, k=k,
-        a_type=a, b_type=b, c_type=c, a=_operand(family, a, n_a), b=_operand(family, b, n_b),
-        c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
-        default_model=model, default_evidence=evidence,
-        a_layout=family.a_layout(m, n_a, bits, k), b_layout=family.b_layout(m, n_b, bits, k),
-        c_layout=family.c_layout(m),
-    )
+    kc = k if family.dense else k // 2
+    n_a, n_b, n_c = m * kc // family.wave, k * n // family.wave, m * n // family.wave
+    variants = []
+    for target, types in chips:
+        ta, tb = types.get(a, a), types.get(b, b)
+        variants.append(BuiltinSpec(
+            name=name, family=family.title, arch=target, wave=family.wave, m=m, n=n, k=k,
+            a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a), b=_operand(family, tb, n_b),
+            c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
+            default_model=model, default_evidence=evidence,
+            a_layout=family.a_layout(m, n_a, bits, k), b_layout=family.b_layout(m, n_b, bits, k),
+            c_layout=family.c_layout(m), dense=family.dense, target=target,
+            targets=tuple(t for t, _ in chips),
+        ))
+    spec = variants[0]
+    for v in variants[1:]:
+        _VARIANTS[(name, v.target)] = v
     # every layout must cover its matrix exactly once
     layouts.inverse(spec.a_layout, (m, spec.kc))
     layouts.inverse(spec.b_layout, (k, n))
@@ -263,7 +327,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
     return spec
 
 
-_R4, _C4 = RDNA4_SWMMAC, CDNA4_SMFMAC
+_R4, _C4, _C3, _W4 = RDNA4_SWMMAC, CDNA4_SMFMAC, CDNA3_SMFMAC, RDNA4_WMMA
 _ROWS = (
     # RDNA4 SWMMAC (gfx1200/1201, wave32): BUILTINS.md section 2.1
     _row(_R4, "swmmac_f32_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f32",
@@ -317,21 +381,61 @@ _ROWS = (
          convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
     _row(_C4, "smfmac_f32_32x32x64_bf8_bf8", m=32, n=32, k=64, a="bf8", b="bf8", c="f32",
          convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+    # CDNA3 SMFMAC (gfx942 FNUZ by default, also gfx950 OCP, wave64): BUILTINS_MORE.md 1.1
+    *(_row(_C3, f"smfmac_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="smfmac_cdna3",
+           sets=4, model="cdna3", evidence=_CDNA3_942, targets="cdna3")
+      for t in ("f16", "bf16") for mm, kk in ((16, 32), (32, 16))),
+    _row(_C3, "smfmac_i32_16x16x64_i8", m=16, n=16, k=64, a="i8", b="i8", c="i32",
+         convention="smfmac_cdna3", sets=2, model="exact", evidence=_EXACT_I8, targets="cdna3"),
+    _row(_C3, "smfmac_i32_32x32x32_i8", m=32, n=32, k=32, a="i8", b="i8", c="i32",
+         convention="smfmac_cdna3", sets=2, model="exact", evidence=_EXACT_I8, targets="cdna3"),
+    *(_row(_C3, f"smfmac_f32_{mm}x{mm}x{kk}_{fa}_{fb}", m=mm, n=mm, k=kk, a=fa, b=fb, c="f32",
+           convention="smfmac_cdna3", sets=2, model="cdna3", evidence=_CDNA3_942, targets="cdna3")
+      for mm, kk in ((16, 64), (32, 32)) for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
+    # RDNA4 dense WMMA (gfx1200/1201, wave32): BUILTINS_MORE.md 2.1
+    _row(_W4, "wmma_f32_16x16x16_f16_w32_gfx12", m=16, n=16, k=16, a="f16", b="f16", c="f32",
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_F32),
+    _row(_W4, "wmma_f32_16x16x16_bf16_w32_gfx12", m=16, n=16, k=16, a="bf16", b="bf16", c="f32",
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_F32),
+    _row(_W4, "wmma_f16_16x16x16_f16_w32_gfx12", m=16, n=16, k=16, a="f16", b="f16", c="f16",
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_16),
+    _row(_W4, "wmma_bf16_16x16x16_bf16_w32_gfx12", m=16, n=16, k=16, a="bf16", b="bf16", c="bf16",
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_16),
+    _row(_W4, "wmma_i32_16x16x16_iu8_w32_gfx12", m=16, n=16, k=16, a="iu8", b="iu8", c="i32",
+         convention="wmma_iu", sets=1, model="staged_clamp", evidence=_WMMA_INT),
+    _row(_W4, "wmma_i32_16x16x16_iu4_w32_gfx12", m=16, n=16, k=16, a="iu4", b="iu4", c="i32",
+         convention="wmma_iu", sets=1, model="staged_clamp", evidence=_WMMA_INT),
+    _row(_W4, "wmma_i32_16x16x32_iu4_w32_gfx12", m=16, n=16, k=32, a="iu4", b="iu4", c="i32",
+         convention="wmma_iu", sets=1, model="staged_clamp", evidence=_WMMA_INT),
+    *(_row(_W4, f"wmma_f32_16x16x16_{fa}_{fb}_w32_gfx12", m=16, n=16, k=16, a=fa, b=fb, c="f32",
+           convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_8)
+      for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
 )
 
-#: name (without ``__builtin_amdgcn_``) -> BuiltinSpec, all 25 builtins
+#: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target), all 50 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 
-def lookup(name: str) -> BuiltinSpec:
+def lookup(name: str, target: str | None = None) -> BuiltinSpec:
     """The table row of a builtin.
 
     Args:
         name: the builtin's name, with or without the ``__builtin_amdgcn_`` prefix.
+        target: the chip it runs on (None: the row's default, e.g. 'gfx942' for the CDNA3
+            SMFMAC, which also run on 'gfx950' with OCP fp8/bf8).
     Returns:
-        Its `BuiltinSpec`; raises ValueError (with close matches) for an unknown name and
-        TypeError for a non-string.
+        Its `BuiltinSpec`; raises ValueError (with close matches) for an unknown name or a
+        target the builtin does not run on, and TypeError for a non-string.
     """
+    spec = _lookup(name)
+    if target is None or target == spec.target:
+        return spec
+    if (spec.name, target) in _VARIANTS:
+        return _VARIANTS[(spec.name, target)]
+    raise ValueError(f"target for {spec.name} must be one of {list(spec.targets)}, got {target!r}")
+
+
+def _lookup(name: str) -> BuiltinSpec:
     if not isinstance(name, str):
         raise TypeError(f"builtin name must be a str, got {type(name).__name__}")
     key = name.removeprefix("__builtin_amdgcn_")

@@ -16,7 +16,8 @@ from types import MappingProxyType
 import ml_dtypes
 import numpy as np
 
-from ..numerics.formats import BF8, BF16, F16, F32, FP8, I4, I8, I32, U4, U8, FloatFormat, IntFormat
+from ..numerics.formats import (BF8, BF8_FNUZ, BF16, F16, F32, FP8, FP8_FNUZ, I4, I8, I32, U4, U8, FloatFormat,
+                               IntFormat)
 
 __all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "FLOAT", "INT", "ElementType", "TYPES",
            "element_type"]
@@ -120,6 +121,8 @@ TYPES = MappingProxyType({t.name: t for t in (
     ElementType("bf16", 16, BF16, storage=BF16_STORAGE, accumulator=True),
     ElementType("fp8", 8, FP8),
     ElementType("bf8", 8, BF8),
+    ElementType("fp8_fnuz", 8, FP8_FNUZ),  # gfx942 fp8/bf8 (BUILTINS_MORE.md 1.1)
+    ElementType("bf8_fnuz", 8, BF8_FNUZ),
     ElementType("iu8", 8, signed=I8, unsigned=U8),
     ElementType("iu4", 4, signed=I4, unsigned=U4),
     ElementType("i8", 8, signed=I8),
@@ -132,7 +135,7 @@ def element_type(name: str) -> ElementType:
     """The registry entry of an element type name.
 
     Args:
-        name: 'f16', 'bf16', 'fp8', 'bf8', 'iu8', 'iu4', 'i8', 'f32' or 'i32'.
+        name: 'f16', 'bf16', 'fp8', 'bf8', 'fp8_fnuz', 'bf8_fnuz', 'iu8', 'iu4', 'i8', 'f32' or 'i32'.
     Returns:
         The `ElementType`.
     """

@@ -49,7 +49,11 @@ def index_set_note(spec: BuiltinSpec) -> str:
 def matrix_of(spec: BuiltinSpec, operand: str) -> tuple[str, tuple[int, int], str]:
     """(letter, shape, what) of the matrix the registers of ``operand`` ('a', 'b', 'c' or
     'index') hold, e.g. ('A', (16, 16), 'compressed 16x16 (M x K/2)')."""
+    if operand == "a" and spec.dense:
+        return "A", (spec.m, spec.k), f"dense {spec.m}x{spec.k} (M x K)"
     if operand in ("a", "index"):
+        if spec.dense:
+            raise ValueError(f"{spec.name} is dense: it has no index register (operands: a, b, c)")
         return "A", (spec.m, spec.kc), f"compressed {spec.m}x{spec.kc} (M x K/2)"
     if operand == "b":
         return "B", (spec.k, spec.n), f"dense {spec.k}x{spec.n} (K x N)"
@@ -81,6 +85,7 @@ def entries(spec: BuiltinSpec, operand: str, index_set: int = 0) -> list[Entry]:
     if operand not in OPERANDS:
         raise ValueError(f"operand must be one of {', '.join(OPERANDS)}, got {operand!r}")
     if operand == "index":
+        matrix_of(spec, operand)  # refuses dense builtins
         s = spec.index_offset(index_set)
         layout, w, base = spec.a_layout, 2, s
     else:
@@ -112,7 +117,7 @@ def describe(spec: BuiltinSpec, en: Entry, index_set: int = 0) -> str:
     bits = f"v[{en.vgpr}] bits [{en.hi}:{en.lo}]"
     target = f"{letter}[{en.row}][{en.col}]"
     line = f"{where}  {bits:<19} -> {target}"
-    if en.operand == "a":
+    if en.operand == "a" and not spec.dense:
         s = spec.index_offset(index_set) + 2 * en.e
         line = (
             f"{where}  {bits:<19} -> {target:<9} (compressed; dense group q = {q}: "
@@ -139,15 +144,17 @@ def render_list(spec: BuiltinSpec, operand: str, *, index_set: int = 0, lanes=No
 
 def header(spec: BuiltinSpec, operand: str, index_set: int = 0) -> list[str]:
     """The heading lines of a layout view: the builtin, its prototype, the operand."""
+    holds = f"dense: A holds all K = {spec.k}" if spec.dense else f"K is the dense K; A holds K/2 = {spec.kc}"
     lines = [
-        f"{spec.name}: {spec.arch}, wave{spec.wave}, {spec.m}x{spec.n}x{spec.k} (K is the dense K; A holds K/2 = {spec.kc} per row)",
+        f"{spec.name}: {spec.arch}, wave{spec.wave}, {spec.m}x{spec.n}x{spec.k} ({holds} per row)",
         f"  {spec.signature()}",
         f"  {operand_note(spec, operand)}",
     ]
     if operand in ("a", "index") and len(spec.index_sets) > 1:
         s = spec.index_offset(index_set)
         lines.append(
-            f"  {index_set_note(spec)}; showing set {index_set} (bits {s + 15}:{s}), --index-set picks"
+            f"  {index_set_note(spec)}; showing set {index_set} (bits {s + 32 // spec.n_sets - 1}:{s}), "
+            "--index-set picks"
         )
     elif operand in ("a", "index"):
         lines.append(f"  {index_set_note(spec)}")

@@ -133,7 +133,8 @@ def _load(a_img, m_img, b_img, c, *, pol: Policy, geo: Geometry):
     spec = pol.spec
     bm_n, bn_n = geo.blocks
     s_n = geo.steps
-    kcs, tm = geo.k_step // 2, geo.k_step // 8
+    kcs = spec.kc  # stored A values per row and step (dense builtins: the whole K step)
+    tm = kcs // 4
     lanes = jnp.arange(spec.lanes, dtype=jnp.int32)
     # block tiles per K step, flattened row-major as in LDS
     a_t = a_img.reshape(bm_n, geo.block_m, s_n, kcs).transpose(0, 2, 1, 3).reshape(bm_n, s_n, -1)

@@ -1,7 +1,11 @@
 """Integer builtins: exact dot; without clamp the i32 result wraps mod 2**32; with clamp it
 saturates to [-2**31, 2**31 - 1], either once at the end (``staging="final"``) or after each
-of the two stages GoC describes for RDNA4 SWMMAC (``staging="staged"``, NUMERICS.md section 4):
-stage s holds compressed positions ck with (ck // 8) % 2 == s, i.e. ck = 16*(l//8) + 8*s + l%8.
+of two stages (``staging="staged"``, NUMERICS.md section 4): the first half of the products in
+K order, then the second (SWMMAC: compressed ck < Kc/2, i.e. lane half 0, then lane half 1;
+dense WMMA: documented k < K/2 first). GoC's gfx1201 hardware digests need exactly this: 64/64
+SWMMAC iu4 K64 digests and 384/384 dense WMMA digests (GoC's own stage labels
+ck = 16*(l//8) + 8*s + l%8 are not the calculator's K labels; read in BUILTINS.md 2.2
+coordinates its stage is ck // 16 for Kc = 32, not (ck // 8) % 2).
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ class IntegerDot(Model):
     """The integer model: exact dot onto the i32 accumulator.
 
     staging: where clamp saturates (module doc): 'final' (once, the `exact` preset) or
-    'staged' (after each of GoC's two stages, the `staged_clamp` preset). Without clamp the
+    'staged' (after each K-half, the `staged_clamp` preset). Without clamp the
     result wraps mod 2**32 either way.
     """
 
@@ -55,7 +59,7 @@ class IntegerDot(Model):
         if self.staging == "final":
             return _sat32(c + p.sum(axis=-2))
         k = p.shape[-2]
-        stage = (jnp.arange(k) // 8) % 2
+        stage = (jnp.arange(k) >= k - k // 2).astype(jnp.int32)  # second half: stage 1
         s0 = jnp.where((stage == 0)[:, None], p, 0).sum(axis=-2)
         s1 = jnp.where((stage == 1)[:, None], p, 0).sum(axis=-2)
         return _sat32(_sat32(c + s0).astype(jnp.int64) + s1)

@@ -24,7 +24,7 @@ PRESETS = {
     "cdna3_c785138": (CDNA3(zero_exponent=-126, renormalize=False), None,
                       "the earlier MMA-Sim CDNA3 algorithm (GitHub c785138) that NUMERICS.md 1.3 transcribes"),
     "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
-    "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each of GoC's two stages"),
+    "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each K-half (gfx1201, GoC's hardware digests)"),
 }
 ALIASES = {"exact16": "exact", "gfx12_dot4_byte": "gfx12_dot4", "gfx12": "gfx12_dot4"}
 

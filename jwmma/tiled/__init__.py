@@ -80,6 +80,7 @@ def gemm(
     cbsz: int = 0,
     abid: int = 0,
     index_key: int = 0,
+    target: str | None = None,
     mesh=None,
     mesh_axes=None,
     devices=None,
@@ -95,7 +96,8 @@ def gemm(
     Args:
         a: dense 2:4-sparse (*batch, M, K) array of the builtin's A element type, or a
             ``(values, positions)`` pair of (*batch, M, K/2) arrays (`jwmma.compress_2_4`);
-            a dense ``a`` that is not 2:4 sparse raises unless ``prune=True``.
+            a dense ``a`` that is not 2:4 sparse raises unless ``prune=True``. For a dense
+            builtin (RDNA4 WMMA) any (*batch, M, K) A: no 2:4 rule, no positions.
         b: (*batch, K, N) of the builtin's B element type.
         c: (*batch, M, N) of the accumulator type (float32, float16, bfloat16 or int32) or
             None for zeros. M, N, K need not be multiples of the tile: the operands are
@@ -110,7 +112,10 @@ def gemm(
             (uint8/uint4 and other unsigned dtypes: unsigned; int8/int4: signed; a contradicting
             a_neg/b_neg raises); wider signed dtypes follow a_neg/b_neg (default signed) and
             their values must lie in that signedness's range.
-        cbsz, abid (gfx950), index_key (RDNA4): the index set (changes nothing numerically).
+        cbsz, abid (CDNA), index_key (RDNA4): the index set (changes nothing numerically).
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP): A and B then hold values of that chip's
+            formats (ml_dtypes.float8_e4m3fnuz / float8_e5m2fnuz on gfx942).
         devices: N (int, 'all' or a list of devices): split batch, M and N over the first N
             devices with an automatic layout (`jwmma.tiled.plan`; same bits).
         mesh: a `jax.sharding.Mesh`, with ``mesh_axes`` giving each mesh axis's role ('m',
@@ -142,7 +147,7 @@ def gemm(
     first (`jwmma.tiled.processes.agree`), and a mismatch raises ValueError on every process.
     ``devices='local'`` uses this process's devices only (independent work per process).
     """
-    spec = lookup(builtin)
+    spec = lookup(builtin, target)
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     prune = check_static_bool(prune, "prune")

@@ -3,7 +3,9 @@
 Shared by `jwmma.gemm`, `jwmma.kernel` and the sharded runs. A is taken dense (2:4-sparse,
 pruned on request) or as (values, positions); every operand becomes int32 element codes
 (`jwmma.engine.fragments.value_codes`); padding to whole tiles adds zero values, and A's
-padding groups select positions (2, 3), as hipSPARSELt pads (BUILTINS.md section 5).
+padding groups select positions (2, 3), as hipSPARSELt pads (BUILTINS.md section 5). For a
+dense builtin (RDNA4 WMMA) A is an ordinary (*batch, M, K) matrix: no 2:4 rule, no positions
+(``pos`` holds zeros that the dense step never reads).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ __all__ = ["Codes", "compressed_a", "check_modifiers", "signedness", "int_range"
 class Codes:
     """A GEMM's operands as int32 element codes: ``a`` and ``pos`` (*batch, M, K/2), ``b``
     (*batch, K, N), ``c`` (*batch, M, N) or None (zeros), and the logical ``m``, ``n``, ``k``
-    (dense K) and broadcast ``batch`` shape."""
+    (dense K) and broadcast ``batch`` shape; ``dense``: A and pos are (*batch, M, K)."""
 
     a: object
     pos: object
@@ -36,6 +38,7 @@ class Codes:
     n: int
     k: int
     batch: tuple
+    dense: bool = False
 
 
 def compressed_a(a, prune: bool, check: bool = False):
@@ -145,6 +148,20 @@ def _c_codes(spec: BuiltinSpec, c, m: int, n: int):
     return value_codes(spec.c_type, c, "c", spec.name)
 
 
+def dense_a(a, prune: bool, spec: BuiltinSpec):
+    """A of a dense builtin: (values, zero positions, K); a (values, positions) pair or
+    prune=True are refused (there is no sparsity)."""
+    if isinstance(a, tuple):
+        raise TypeError(f"{spec.name} is dense: a must be one (*batch, M, K) array, not a (values, positions) "
+                        f"pair")
+    if prune:
+        raise ValueError(f"prune=True applies to the sparse builtins; {spec.name} is dense (A is used as given)")
+    a = as_array(a, "a")
+    if a.ndim < 2:
+        raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
+    return a, jnp.zeros(a.shape, jnp.int32), a.shape[-1]
+
+
 def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signed=(None, None)) -> Codes:
     """Validate a GEMM's operands and convert them to element codes.
 
@@ -157,7 +174,7 @@ def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signe
         `Codes` (c None stays None); errors name the argument and give a conversion hint.
     """
     check = check_bool_kw(check, "check")
-    values, pos, k = compressed_a(a, prune, check)
+    values, pos, k = dense_a(a, prune, spec) if spec.dense else compressed_a(a, prune, check)
     ra = None if signed[0] is None else int_range(spec, "a", signed[0])
     rb = None if signed[1] is None else int_range(spec, "b", signed[1])
     a_codes = value_codes(spec.a_type, values, "a", spec.name, check=check, lohi=ra)
@@ -180,7 +197,7 @@ def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signe
             f"batch dims of a {tuple(a_codes.shape[:-2])}, b {tuple(b_codes.shape[:-2])} and c "
             f"{tuple(c_codes.shape[:-2]) if c_codes is not None else ()} do not broadcast"
         ) from None
-    return Codes(a_codes, pos, b_codes, c_codes, int(m), int(n), int(k), tuple(batch))
+    return Codes(a_codes, pos, b_codes, c_codes, int(m), int(n), int(k), tuple(batch), spec.dense)
 
 
 def pad_to(x, axis_sizes: dict, value=0):
@@ -207,7 +224,7 @@ def pad_a(a_codes, pos, rows: int, cols: int):
 def pad_codes(ops: Codes, rows: int, cols: int, depth: int):
     """The operands of ``ops`` zero-padded to M = rows, N = cols, dense K = depth (C None
     becomes zeros) and broadcast to the batch shape: (a, pos, b, c) int32 arrays."""
-    a, pos = pad_a(jnp.asarray(ops.a), jnp.asarray(ops.pos), rows, depth // 2)
+    a, pos = pad_a(jnp.asarray(ops.a), jnp.asarray(ops.pos), rows, depth if ops.dense else depth // 2)
     b = pad_to(jnp.asarray(ops.b), {-2: depth, -1: cols})
     c = jnp.zeros((rows, cols), jnp.int32) if ops.c is None else pad_to(jnp.asarray(ops.c), {-2: rows, -1: cols})
     return tuple(jnp.broadcast_to(x, ops.batch + x.shape[-2:]) for x in (a, pos, b, c))

@@ -277,16 +277,17 @@ def cdna3_dot(a, b, c_bits, fa: Fmt, fb: Fmt, prm: FusedParams = CDNA3_2X) -> in
 # =========================================================================== integers
 def int_dot(a, b, c: int, clamp: bool, staging: str = "final") -> int:
     """NUMERICS 4. a, b: ints (already sign- or zero-extended). No clamp: (C + sum) mod 2**32.
-    Clamp, 'final': saturate once. Clamp, 'staged': stage s holds compressed positions ck
-    with (ck // 8) % 2 == s (ck = 16*(l//8) + 8*s + l%8); saturate after C + stage 0 and
-    again after adding stage 1."""
+    Clamp, 'final': saturate once. Clamp, 'staged': stage 0 = the first half of the products
+    in K order, stage 1 = the rest (GoC's gfx1201 digests, issue #13: SWMMAC compressed
+    ck < Kc/2 = lane half 0; dense WMMA k < K/2); saturate after C + stage 0 and again after
+    adding stage 1."""
     prods = [int(x) * int(y) for x, y in zip(a, b)]
     if not clamp:
         return wrap32(int(c) + sum(prods))
     if staging == "final":
         return sat32(int(c) + sum(prods))
-    s0 = sum(p for k, p in enumerate(prods) if (k // 8) % 2 == 0)
-    s1 = sum(p for k, p in enumerate(prods) if (k // 8) % 2 == 1)
+    half = len(prods) - len(prods) // 2
+    s0, s1 = sum(prods[:half]), sum(prods[half:])
     return sat32(sat32(int(c) + s0) + s1)
 
 

@@ -450,8 +450,8 @@ def reference(name, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=Fa
 
     a, b, c: (lanes, vec) registers; idx: (lanes,) int32. ``s``: offset of the index set.
     Floats: the `exact` model. Integers: exact dot; clamp off wraps mod 2**32; clamp on
-    saturates once at the end, or (``staged``) after each of the two stages of NUMERICS.md
-    section 4 (stage of compressed column ck = (ck // 8) % 2).
+    saturates once at the end, or (``staged``) after each of two stages: compressed columns
+    ck < Kc/2 (lane half 0), then the rest (GoC's gfx1201 digests, issue #13).
     """
     ref = Ref(name)
     a_l = regs_to_lane_codes(ref, "a", a)
@@ -484,7 +484,7 @@ def _int_out(ref, terms, c_code, a_signed, b_signed, clamp, staged):
     cval = int_value(c_code, 32, True)
     stage = [0, 0]
     for ac, bc, col in terms:
-        stage[(col // 8) % 2] += int_value(ac, ref.bits, a_signed) * int_value(bc, ref.bits, b_signed)
+        stage[int(2 * col >= ref.kc)] += int_value(ac, ref.bits, a_signed) * int_value(bc, ref.bits, b_signed)
     if not clamp:
         return wrap32(cval + stage[0] + stage[1])
     if staged:
