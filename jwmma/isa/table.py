@@ -20,7 +20,7 @@ from . import layouts
 from .conventions import CONVENTIONS, Convention, signature
 from .types import SHORT, Storage, element_type
 
-__all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "RDNA4_SWMMAC",
+__all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order", "RDNA4_SWMMAC",
            "CDNA4_SMFMAC"]
 
 
@@ -133,6 +133,7 @@ class BuiltinSpec:
     a_layout: np.ndarray = field(repr=False)
     b_layout: np.ndarray = field(repr=False)
     c_layout: np.ndarray = field(repr=False)
+    chain_order: tuple | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- derived facts
     @property
@@ -234,6 +235,30 @@ _CDNA3 = ("assumed: MMA-Sim's bit-accurate CDNA3 (gfx942) algorithm with OCP fp8
 _EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp operand)"
 
 
+def rocjitsu_chain_order(kc: int) -> tuple[int, ...]:
+    """rocjitsu's FMA chain order for the CDNA4 8-bit SMFMAC builtins (issue #14 item 4):
+    chain step -> compressed column. Its ``exec_smfmac_f32_16x16x128_fp8`` /
+    ``_32x32x64_fp8`` (shared/mma_exec.h) walk the A registers: step cc reads byte
+    4*hb + (cc & 3) of lane group ga, with (ga, hb) = (2*b5 + b3, 2*b2 + b4) for Kc = 64 and
+    (b4, 2*b2 + b3) for Kc = 32 (b_i = bit i of cc), and byte b of lane group g is compressed
+    column 16*g + b (BUILTINS.md 4.2). So 16x16x128: 0-3, 8-11, 16-19, 24-27, 4-7, 12-15,
+    20-23, 28-31, then 32-63 alike; 32x32x64: 0-3, 8-11, 4-7, 12-15, 16-19, 24-27, 20-23, 28-31.
+
+    Args:
+        kc: compressed K, 64 (16x16x128) or 32 (32x32x64).
+    Returns:
+        The permutation as a tuple.
+    """
+    if kc not in (32, 64):
+        raise ValueError(f"rocjitsu's register chain order is known for Kc = 64 and 32, got Kc={kc}")
+    out = []
+    for cc in range(kc):
+        bit = lambda i: (cc >> i) & 1
+        ga, hb = (2 * bit(5) + bit(3), 2 * bit(2) + bit(4)) if kc == 64 else (bit(4), 2 * bit(2) + bit(3))
+        out.append(16 * ga + 4 * hb + (cc & 3))
+    return tuple(out)
+
+
 def _operand(family: Family, type_name: str, elems: int) -> Operand:
     t = element_type(type_name)
     storage = family.bf16_storage if (type_name == "bf16" and family.bf16_storage) else t.storage
@@ -242,7 +267,7 @@ def _operand(family: Family, type_name: str, elems: int) -> Operand:
 
 
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
-         sets: int, model: str, evidence: str) -> BuiltinSpec:
+         sets: int, model: str, evidence: str, register_chain: bool = False) -> BuiltinSpec:
     """A table row from its keyword record; operands and layouts follow from the family."""
     bits = element_type(a).bits
     n_a, n_b, n_c = m * (k // 2) // family.wave, k * n // family.wave, m * n // family.wave
@@ -253,6 +278,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
         default_model=model, default_evidence=evidence,
         a_layout=family.a_layout(m, n_a, bits, k), b_layout=family.b_layout(m, n_b, bits, k),
         c_layout=family.c_layout(m),
+        chain_order=rocjitsu_chain_order(k // 2) if register_chain else None,
     )
     # every layout must cover its matrix exactly once
     layouts.inverse(spec.a_layout, (m, spec.kc))
@@ -302,21 +328,21 @@ _ROWS = (
     _row(_C4, "smfmac_i32_32x32x64_i8", m=32, n=32, k=64, a="i8", b="i8", c="i32",
          convention="smfmac", sets=1, model="exact", evidence=_EXACT_I8),
     _row(_C4, "smfmac_f32_16x16x128_fp8_fp8", m=16, n=16, k=128, a="fp8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_fp8_bf8", m=16, n=16, k=128, a="fp8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_bf8_fp8", m=16, n=16, k=128, a="bf8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_bf8_bf8", m=16, n=16, k=128, a="bf8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_fp8_fp8", m=32, n=32, k=64, a="fp8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_fp8_bf8", m=32, n=32, k=64, a="fp8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_bf8_fp8", m=32, n=32, k=64, a="bf8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_bf8_bf8", m=32, n=32, k=64, a="bf8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec, all 25 builtins
