@@ -187,3 +187,21 @@ def test_presets_by_name_and_text():
     assert jwmma.models.resolve("nvidia_blackwell", Context(FLOAT_FORMATS["fp8"], FLOAT_FORMATS["fp8"], F32), "exact") == NvidiaTensorCore("blackwell")
     with pytest.raises(ValueError, match="arch must be one of"):
         NvidiaTensorCore("volta")
+
+
+def test_jwmma_models_command(capsys):
+    """``jwmma models`` lists every preset with its parameters and evidence; the NVIDIA ones
+    with their design per operand width and accumulator, as model texts that parse back."""
+    from jwmma.cli import main
+    import json
+    assert main(["models", "--json"]) == 0
+    recs = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(recs) == set(jwmma.models.PRESETS)
+    hop = recs["nvidia_hopper"]
+    assert "H100" in hop["evidence"] and "5000/5000" in hop["evidence"]
+    assert jwmma.models.parse_model(hop["designs"]["8-bit -> f32"]) == FusedDotAdd(group=32, frac_bits=13, output_frac_bits=13)
+    assert "no model reproduces" in recs["nvidia_b200_measured"]["designs"]["8-bit -> f16"]
+    assert jwmma.models.parse_model(recs["fma_chain"]["float_model"]) == jwmma.models.PRESETS["fma_chain"][0]
+    assert main(["models", "fma_chain_k"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fma_chain_k") and "nvidia" not in out
