@@ -86,3 +86,29 @@ def near_zero_exponent(rng, fa, fb, fc, n, k, zero_exp):
     b = np.where(rng.random((n, k)) < 0.1, 0.0, np.exp2(eb.astype(float)) * (1 + rng.integers(0, 4, (n, k)) / 4))
     c = np.where(rng.random(n) < 0.6, 0.0, rng.choice([-1.0, 1.0], n) * np.exp2(rng.integers(zero_exp - 20, zero_exp + 10, n).astype(float)))
     return to_codes(a, fa), to_codes(b, fb), to_codes(c, fc)
+
+
+def zero_exponent_rows(fmt, ez, F):
+    """Two dot products of 3 terms that pin the zero exponent ez of a design with F fraction
+    bits (hand-derived): [main, pin, 0 * 1] with C = 0.
+    bf16 -> f32, toward zero: main = 2**-148; pin = -2**(ez-F-1), resp. -2**(ez-F).
+      The zero sets E_max = ez (all else is lower), the grid is 2**(ez-F): the first pin is cut
+      (result 2**-148 = 0x2), the second is kept (2**-148 - tiny -> RZ 2**-149 = 0x1). One less
+      (ez-1) would keep both (0x1, 0x1), one more (ez+1) cut both (0x2, 0x2).
+    f16 -> f16, nearest: main = 2**-25 (a tie between +0 and 2**-24); pin = +2**(ez-F-1), resp.
+      +2**(ez-F): cut -> tie -> even: 0x0; kept -> above the tie: 0x1.
+    Returns a, b (2, 3), c (2,), expected codes (2,)."""
+    def split(e):  # a product 2**e of two values of the format
+        return 2.0 ** (e // 2), 2.0 ** (e - e // 2)
+    if fmt == "bf16":
+        main, pins, dt, cdt, want = -148, [ez - F - 1, ez - F], ml_dtypes.bfloat16, np.float32, [0x2, 0x1]
+        sgn = -1.0
+    else:
+        main, pins, dt, cdt, want = -25, [ez - F - 1, ez - F], np.float16, np.float16, [0x0, 0x1]
+        sgn = 1.0
+    a, b = [], []
+    for p in pins:
+        (m1, m2), (p1, p2) = split(main), split(p)
+        a.append([m1, sgn * p1, 0.0])
+        b.append([m2, p2, 1.0])
+    return np.array(a).astype(dt), np.array(b).astype(dt), np.zeros(2, cdt), want

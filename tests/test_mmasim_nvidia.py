@@ -12,8 +12,7 @@ nv = pytest.importorskip("mmasim.nv_ptx")
 import jwmma
 from jwmma.models import Context, NvidiaTensorCore
 from jwmma.numerics.formats import FLOAT_FORMATS
-from nvidia_gen import accumulators, from_codes, near_zero_exponent, operands
-from test_models_nvidia import zero_exponent_rows
+from nvidia_gen import accumulators, from_codes, near_zero_exponent, operands, zero_exponent_rows
 
 PRESETS = {f"nvidia_{a}": NvidiaTensorCore(a) for a in ("ampere", "ada", "hopper", "blackwell")}
 

@@ -9,7 +9,7 @@ import pytest
 import jwmma
 from jwmma.models import Context, FusedDotAdd, NvidiaTensorCore
 from jwmma.numerics.formats import F16, F32, FLOAT_FORMATS
-from nvidia_gen import accumulators, from_codes, operands
+from nvidia_gen import accumulators, from_codes, operands, zero_exponent_rows
 from oracles.fdpa import fdpa_dot
 
 PRESETS = {f"nvidia_{a}": NvidiaTensorCore(a) for a in ("ampere", "ada", "hopper", "blackwell", "b200_measured")}
@@ -38,7 +38,10 @@ def run_model(model, a, b, c, fa, fb, fc):
     return np.asarray(d).view(width).astype(np.int64)
 
 
-@pytest.mark.parametrize("fa,fb,fc,model", CASES, ids=[f"{c[0]}x{c[1]}->{c[2]}-{i}" for i, c in enumerate(CASES)])
+# the first five (the presets' own designs) by default, the variants with -m slow
+@pytest.mark.parametrize("fa,fb,fc,model", [pytest.param(*c, marks=() if i < 5 else pytest.mark.slow)
+                                            for i, c in enumerate(CASES)],
+                         ids=[f"{c[0]}x{c[1]}->{c[2]}-{i}" for i, c in enumerate(CASES)])
 def test_against_oracle(fa, fb, fc, model):
     rng = np.random.default_rng(sum(map(ord, f"{fa}{fb}{fc}{model!r}")))
     n, k = 160, 40  # 40 = groups of 32 + 8 / 16 + 16 + 8 / 8 x 5: partial groups included
@@ -81,32 +84,6 @@ def test_validation_messages():
 
 
 # ---- the zero exponent: a zero product takes part in the group maximum (MMA-Sim e_zero)
-def zero_exponent_rows(fmt, ez, F):
-    """Two dot products of 3 terms that pin the zero exponent ez of a design with F fraction
-    bits (hand-derived): [main, pin, 0 * 1] with C = 0.
-    bf16 -> f32, toward zero: main = 2**-148; pin = -2**(ez-F-1), resp. -2**(ez-F).
-      The zero sets E_max = ez (all else is lower), the grid is 2**(ez-F): the first pin is cut
-      (result 2**-148 = 0x2), the second is kept (2**-148 - tiny -> RZ 2**-149 = 0x1). One less
-      (ez-1) would keep both (0x1, 0x1), one more (ez+1) cut both (0x2, 0x2).
-    f16 -> f16, nearest: main = 2**-25 (a tie between +0 and 2**-24); pin = +2**(ez-F-1), resp.
-      +2**(ez-F): cut -> tie -> even: 0x0; kept -> above the tie: 0x1.
-    Returns a, b (2, 3), c (2,), expected codes (2,)."""
-    def split(e):  # a product 2**e of two values of the format
-        return 2.0 ** (e // 2), 2.0 ** (e - e // 2)
-    if fmt == "bf16":
-        main, pins, dt, cdt, want = -148, [ez - F - 1, ez - F], ml_dtypes.bfloat16, np.float32, [0x2, 0x1]
-        sgn = -1.0
-    else:
-        main, pins, dt, cdt, want = -25, [ez - F - 1, ez - F], np.float16, np.float16, [0x0, 0x1]
-        sgn = 1.0
-    a, b = [], []
-    for p in pins:
-        (m1, m2), (p1, p2) = split(main), split(p)
-        a.append([m1, sgn * p1, 0.0])
-        b.append([m2, p2, 1.0])
-    return np.array(a).astype(dt), np.array(b).astype(dt), np.zeros(2, cdt), want
-
-
 DESIGNS = [("ampere", "bf16"), ("ampere", "f16"), ("hopper", "bf16"), ("hopper", "f16"), ("blackwell", "f16")]
 
 
@@ -134,7 +111,8 @@ def test_zero_product_sets_group_maximum(arch, fmt):
 # ---- the presets as model= of AMD builtins and of jwmma.gemm
 
 
-def test_builtin_equals_dot_on_compressed_products():
+@pytest.mark.parametrize("preset", ["nvidia_hopper", pytest.param("nvidia_b200_measured", marks=pytest.mark.slow)])
+def test_builtin_equals_dot_on_compressed_products(preset):
     name = "smfmac_f32_16x16x128_fp8_fp8"
     spec = jwmma.BUILTINS[name]
     rng = np.random.default_rng(3)
@@ -144,10 +122,9 @@ def test_builtin_equals_dot_on_compressed_products():
     C = (rng.standard_normal((16, 16)) * 100).astype(np.float32)
     args = (jwmma.pack_a(name, A), jwmma.pack_b(name, B), jwmma.pack_c(name, C), jwmma.pack_index(name, pos))
     ks = 4 * (np.arange(spec.kc) // 2) + pos[0]
-    for preset in ("nvidia_hopper", "nvidia_b200_measured"):
-        d = np.asarray(jwmma.unpack_c(name, jwmma.smfmac_f32_16x16x128_fp8_fp8(*args, model=PRESETS[preset])))
-        ref = np.asarray(jwmma.dot(np.repeat(A[:, None, :], 16, 1), B[ks].T[None], C, model=PRESETS[preset]))
-        assert (d.view(np.uint32) == ref.view(np.uint32)).all(), preset
+    d = np.asarray(jwmma.unpack_c(name, jwmma.smfmac_f32_16x16x128_fp8_fp8(*args, model=PRESETS[preset])))
+    ref = np.asarray(jwmma.dot(np.repeat(A[:, None, :], 16, 1), B[ks].T[None], C, model=PRESETS[preset]))
+    assert (d.view(np.uint32) == ref.view(np.uint32)).all(), preset
 
 
 def test_gemm_with_hopper_accumulator():
