@@ -1,4 +1,6 @@
-"""`fma_chain` vs the scalar reference (tests/ref_models.py), bit for bit.
+"""`fma_chain_k` (the earlier `fma_chain`: `FMAChain()`'s defaults) vs the scalar reference
+(tests/ref_models.py), bit for bit. rocjitsu's choices (the ``fma_chain`` preset: register
+order, bf16 truncation, NaN propagation) are tested in test_fma_chain_rocjitsu.py.
 
 acc <- RN_f32(a_k * b_k + acc) for k in compressed-K order (one correct rounding per step, an
 f32 FMA), IEEE specials and signed zeros, subnormals kept; a 16-bit C is widened exactly and
@@ -21,7 +23,7 @@ PAIR_IDS = [f"{a.name}x{b.name}" for a, b in PAIRS]
 
 
 def run_dot(A, B, C, fa, fb, fc):
-    d = jwmma.dot(R.from_codes(A, fa), R.from_codes(B, fb), R.from_codes(C, fc), model="fma_chain")
+    d = jwmma.dot(R.from_codes(A, fa), R.from_codes(B, fb), R.from_codes(C, fc), model="fma_chain_k")
     return R.codes_of(np.asarray(d)).reshape(-1)
 
 
@@ -84,7 +86,7 @@ def test_fma_chain_16bit_accumulator_rounds_twice():
     a = np.array([[1, 2.0**-11, 2.0**-15]], np.float16)
     b = np.array([[1, 1, 2.0**-15]], np.float16)
     c = np.zeros(1, np.float16)
-    fma = int(R.codes_of(np.asarray(jwmma.dot(a, b, c, model="fma_chain"))).reshape(-1)[0])
+    fma = int(R.codes_of(np.asarray(jwmma.dot(a, b, c, model="fma_chain_k"))).reshape(-1)[0])
     assert fma == int(R.codes_of(np.float16(1.0)))
     ref = R.fma_chain_dot(list(R.codes_of(a)[0]), list(R.codes_of(b)[0]), 0, R.F16, R.F16, R.F16)
     assert ref == fma
@@ -123,5 +125,5 @@ DEFAULT_FMA = {"smfmac_f32_16x16x64_bf16", "smfmac_f32_16x16x128_fp8_bf8", "swmm
                                   for n in FLOAT_BUILTINS])
 def test_fma_chain_builtin(name):
     spec = jwmma.BUILTINS[name]
-    bad = R.builtin_float_mismatches(getattr(jwmma, name), spec, "fma_chain", R.fma_chain_dot, (name, "fma"))
+    bad = R.builtin_float_mismatches(getattr(jwmma, name), spec, "fma_chain_k", R.fma_chain_dot, (name, "fma"))
     assert not bad, f"{name}: {len(bad)} mismatches (wave, (i, j), got, want): {bad[:6]}"

@@ -26,7 +26,7 @@ __all__ = ["context", "decode_operand", "select_rows", "selector", "dense_as_spa
 
 def context(spec: BuiltinSpec, clamp: bool = False) -> Context:
     """The model `Context` of a builtin (its operand formats) with the clamp modifier."""
-    return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch)
+    return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch, spec.chain_order)
 
 
 def decode_operand(type_name: str, codes, signed: bool = True):

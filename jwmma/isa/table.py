@@ -24,8 +24,8 @@ from . import layouts
 from .conventions import CONVENTIONS, Convention, signature
 from .types import SHORT, Storage, element_type
 
-__all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "RDNA4_SWMMAC",
-           "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "TARGETS"]
+__all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
+           "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "TARGETS"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +168,7 @@ class BuiltinSpec:
     dense: bool = False
     target: str = ""
     targets: tuple = ()
+    chain_order: tuple | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- derived facts
     @property
@@ -283,6 +284,30 @@ _CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accura
               "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC, and to gfx950, assumed")
 
 
+def rocjitsu_chain_order(kc: int) -> tuple[int, ...]:
+    """rocjitsu's FMA chain order for the CDNA4 8-bit SMFMAC builtins (issue #14 item 4):
+    chain step -> compressed column. Its ``exec_smfmac_f32_16x16x128_fp8`` /
+    ``_32x32x64_fp8`` (shared/mma_exec.h) walk the A registers: step cc reads byte
+    4*hb + (cc & 3) of lane group ga, with (ga, hb) = (2*b5 + b3, 2*b2 + b4) for Kc = 64 and
+    (b4, 2*b2 + b3) for Kc = 32 (b_i = bit i of cc), and byte b of lane group g is compressed
+    column 16*g + b (BUILTINS.md 4.2). So 16x16x128: 0-3, 8-11, 16-19, 24-27, 4-7, 12-15,
+    20-23, 28-31, then 32-63 alike; 32x32x64: 0-3, 8-11, 4-7, 12-15, 16-19, 24-27, 20-23, 28-31.
+
+    Args:
+        kc: compressed K, 64 (16x16x128) or 32 (32x32x64).
+    Returns:
+        The permutation as a tuple.
+    """
+    if kc not in (32, 64):
+        raise ValueError(f"rocjitsu's register chain order is known for Kc = 64 and 32, got Kc={kc}")
+    out = []
+    for cc in range(kc):
+        bit = lambda i: (cc >> i) & 1
+        ga, hb = (2 * bit(5) + bit(3), 2 * bit(2) + bit(4)) if kc == 64 else (bit(4), 2 * bit(2) + bit(3))
+        out.append(16 * ga + 4 * hb + (cc & 3))
+    return tuple(out)
+
+
 def _operand(family: Family, type_name: str, elems: int) -> Operand:
     t = element_type(type_name)
     storage = family.bf16_storage if (type_name == "bf16" and family.bf16_storage) else t.storage
@@ -295,10 +320,12 @@ _VARIANTS: dict = {}
 
 
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
-         sets: int, model: str, evidence: str, targets: str | None = None) -> BuiltinSpec:
+         sets: int, model: str, evidence: str, targets: str | None = None,
+         register_chain: bool = False) -> BuiltinSpec:
     """A table row from its keyword record; operands and layouts follow from the family.
     ``targets`` names an entry of `TARGETS` (the chips it runs on and their element types);
-    the first target is the row's, the others are kept for `lookup`."""
+    the first target is the row's, the others are kept for `lookup`. ``register_chain``:
+    the FMA chain runs in rocjitsu's register order (`rocjitsu_chain_order`)."""
     chips = TARGETS[targets] if targets else ((family.arch, {}),)
     bits = element_type(a).bits
     kc = k if family.dense else k // 2
@@ -314,6 +341,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
             a_layout=family.a_layout(m, n_a, bits, k), b_layout=family.b_layout(m, n_b, bits, k),
             c_layout=family.c_layout(m), dense=family.dense, target=target,
             targets=tuple(t for t, _ in chips),
+            chain_order=rocjitsu_chain_order(kc) if register_chain else None,
         ))
     spec = variants[0]
     for v in variants[1:]:
@@ -366,21 +394,21 @@ _ROWS = (
     _row(_C4, "smfmac_i32_32x32x64_i8", m=32, n=32, k=64, a="i8", b="i8", c="i32",
          convention="smfmac", sets=1, model="exact", evidence=_EXACT_I8),
     _row(_C4, "smfmac_f32_16x16x128_fp8_fp8", m=16, n=16, k=128, a="fp8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_fp8_bf8", m=16, n=16, k=128, a="fp8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_bf8_fp8", m=16, n=16, k=128, a="bf8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_bf8_bf8", m=16, n=16, k=128, a="bf8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_fp8_fp8", m=32, n=32, k=64, a="fp8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_fp8_bf8", m=32, n=32, k=64, a="fp8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_bf8_fp8", m=32, n=32, k=64, a="bf8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_bf8_bf8", m=32, n=32, k=64, a="bf8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
     # CDNA3 SMFMAC (gfx942 FNUZ by default, also gfx950 OCP, wave64): BUILTINS_MORE.md 1.1
     *(_row(_C3, f"smfmac_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="smfmac_cdna3",
            sets=4, model="cdna3", evidence=_CDNA3_942, targets="cdna3")

@@ -6,6 +6,8 @@ follows (and through which each model owns its fast paths).
     jwmma.models.CDNA3(group=16, frac_bits=24, two_stage=True)
     jwmma.models.FusedGroups(group=32, frac_bits=20, product_rounding="nearest")
     jwmma.models.Gfx12Dot4(step=4, pairs=True)
+    jwmma.models.FusedDotAdd(group=32, frac_bits=13, output_frac_bits=13)   # Hopper fp8
+    jwmma.models.NvidiaTensorCore(arch="hopper")
 """
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from .base import Context, Model
 from .exact import Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3, FusedGroups
+from .fused_dot_add import FusedDotAdd
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
+from .nvidia import NvidiaTensorCore
 from .parse import model_label, parse_model
-from .presets import ALIASES, PRESETS, names, resolve
+from .presets import ALIASES, EVIDENCE, PRESETS, names, resolve
 
 __all__ = [
     "Model", "Context", "Exact", "FMAChain", "FusedGroups", "CDNA3", "Gfx12Dot4", "IntegerDot",
-    "PRESETS", "ALIASES", "names", "resolve", "parse_model", "model_label",
+    "FusedDotAdd", "NvidiaTensorCore", "PRESETS", "EVIDENCE", "ALIASES", "names", "resolve", "parse_model", "model_label",
 ]

@@ -41,7 +41,10 @@ class Context:
 
     Fields: ``a``, ``b``: `FloatFormat` of the operands (None for integer operands); ``c``:
     the accumulator's (None for i32); ``clamp``: integer builtins saturate the i32 result;
-    ``arch``: the builtin's architecture ('gfx12', 'gfx950'; '' for a free-standing dot).
+    ``arch``: the builtin's architecture ('gfx12', 'gfx950'; '' for a free-standing dot);
+    ``chain_order``: the order in which the builtin's reference simulator (rocjitsu) chains
+    its compressed products, step -> compressed position, where its table row declares one
+    (None: compressed-K order; read by `FMAChain(order='register')`).
     """
 
     a: FloatFormat | None
@@ -49,6 +52,7 @@ class Context:
     c: FloatFormat | None
     clamp: bool = False
     arch: str = ""
+    chain_order: tuple | None = None
 
     @property
     def integer(self) -> bool:

@@ -1,22 +1,51 @@
-"""`fma_chain`: an f32 fused multiply-add chain over the compressed products, in compressed-K
-order (what rocjitsu and GoC do for sparse ops). acc <- RN_f32(a_k * b_k + acc), one rounding
-per product, IEEE specials, subnormals kept; a 16-bit accumulator is widened exactly and the
-result rounded once to it at the end.
+"""`fma_chain`: an f32 fused multiply-add chain over the compressed products (NUMERICS.md;
+issue #14 item 4). acc <- RN_f32(a_k * b_k + acc), one rounding per product, IEEE specials,
+subnormals kept; a 16-bit accumulator is widened exactly and the final f32 narrowed once.
+
+Three parameters, each rocjitsu's choice or the earlier jwmma one (`FMAChain()` is the
+earlier model, preset ``fma_chain_k``; the ``fma_chain`` preset follows rocjitsu):
+
+* ``order``: 'compressed' (the products in compressed-K order) or 'register' (the chain order
+  the builtin's table row declares, `Context.chain_order`: rocjitsu's
+  ``exec_smfmac_f32_{16x16x128,32x32x64}_fp8`` walk the 8 CDNA4 fp8/bf8 builtins in register
+  order, e.g. compressed columns 0-3, 8-11, 16-19, 24-27, 4-7, ... for 16x16x128; builtins
+  without a declared order, and `jwmma.dot`, keep compressed-K order).
+* ``narrowing``: how the final f32 becomes a bf16 accumulator: 'nearest' (RNE) or 'truncate'
+  (its top 16 bits: rocjitsu, as the measured gfx1201 packed WMMA). f16 accumulators are
+  rounded to nearest under both (the evidence covers bf16 only).
+* ``nan``: 'canonical' (every NaN result is the format's quiet NaN, 0x7FC00000) or
+  'propagate' (rocjitsu ``matrix_fma``: when a step's result is NaN it is the step's A operand
+  if NaN, else B, else the accumulator, quieted (| 0x00400000), else 0xFFC00000 for an
+  invalid operation; so the NaN operand of the last step that had one wins). An A/B NaN's f32
+  image is sign | 0x7FC00000: decoded operands carry no payload, which is exact for the
+  default quiet NaNs; C keeps its payload. A NaN narrows to f16 / bf16 keeping sign and the top
+  payload bits, quiet (truncation: the top 16 bits).
 
 Each FMA is emulated exactly: the product is exact in float64, the sum with the accumulator
 is split error-free (TwoSum), rounded to odd in float64 and then to f32 bits, which equals
-one correct rounding of the exact a*b + acc.
+one correct rounding of the exact a*b + acc. `FMAChain.accumulate` is the per-product
+reference every faster path must agree with.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 
-from ..numerics.formats import F32, decode
+from ..numerics.formats import BF16, F16, F32, decode
 from ..numerics.rounding import fields_to_f64, round_f64, round_to_odd, two_sum
 from .base import Context, Model
 from .grouping import over_groups
+
+__all__ = ["FMAChain", "ORDERS", "NARROWINGS", "NAN_POLICIES"]
+
+ORDERS = ("compressed", "register")
+NARROWINGS = ("nearest", "truncate")
+NAN_POLICIES = ("canonical", "propagate")
+_QUIET = 0x00400000
+_CANONICAL = 0x7FC00000
+_INVALID = -0x400000  # 0xFFC00000 as int32
 
 
 def _to_f64(f, mbits):
@@ -26,29 +55,118 @@ def _to_f64(f, mbits):
     return jnp.where(f.nan, jnp.nan, v)
 
 
-__all__ = ["FMAChain"]
+def _fma(p, acc):
+    """float64 of RN_f32(p + acc) for an exact product p (one emulated f32 FMA)."""
+    s, e = two_sum(p, acc)
+    t = jnp.where(jnp.isfinite(p) & jnp.isfinite(acc), round_to_odd(s, e), p + acc)
+    return _to_f64(decode(F32, round_f64(t, F32)), F32.mbits)
+
+
+def _widen_nan(code, fmt):
+    """int32 f32 bits of a 16-bit NaN code, widened as IEEE does (sign, payload shifted)."""
+    code = code & 0xFFFF
+    if fmt == BF16:
+        return (code << 16).astype(jnp.int32)
+    sign = jnp.where((code >> 15) == 1, jnp.int32(-0x80000000), 0)
+    return (sign | 0x7F800000 | ((code & 0x3FF) << 13)).astype(jnp.int32)
 
 
 @dataclass(frozen=True)
 class FMAChain(Model):
-    """acc <- RN_f32(a_k * b_k + acc) over the products in order (module doc); no parameters."""
+    """acc <- RN_f32(a_k * b_k + acc) over the products (module doc). The defaults are the
+    earlier jwmma chain (preset ``fma_chain_k``); ``fma_chain`` is
+    ``FMAChain(order='register', narrowing='truncate', nan='propagate')`` (rocjitsu).
+
+    order: 'compressed' | 'register'; narrowing: 'nearest' | 'truncate' (bf16 accumulators);
+    nan: 'canonical' | 'propagate'.
+    """
+
+    order: str = "compressed"
+    narrowing: str = "nearest"
+    nan: str = "canonical"
 
     name = "fma_chain"
 
+    def __post_init__(self):
+        for field, value, allowed in (("order", self.order, ORDERS), ("narrowing", self.narrowing, NARROWINGS),
+                                      ("nan", self.nan, NAN_POLICIES)):
+            if value not in allowed:
+                raise ValueError(f"FMAChain {field} must be one of {allowed}, got {value!r}")
+
     def describe(self):
-        return "fma_chain"
+        fields = [f"{k}={getattr(self, k)!r}" for k, d in (("order", "compressed"), ("narrowing", "nearest"),
+                                                           ("nan", "canonical")) if getattr(self, k) != d]
+        return f"FMAChain({', '.join(fields)})"
+
+    def chain_order(self, ctx: Context, k: int):
+        """The chain's step -> compressed position permutation, or None for compressed-K order.
+
+        Args:
+            ctx: the formats and the builtin's declared order (`Context.chain_order`); k: the
+                number of products.
+        Returns:
+            A tuple of k positions, or None.
+        """
+        order = getattr(ctx, "chain_order", None)
+        if self.order != "register" or order is None:
+            return None
+        if len(order) != k:
+            raise ValueError(f"the builtin's chain order has {len(order)} steps, but the instruction has K={k} products")
+        return tuple(order)
 
     def accumulate(self, a, b, c_bits, ctx: Context, options=None):
-        """`Model.accumulate`: one emulated f32 FMA per product."""
+        """`Model.accumulate`: one emulated f32 FMA per product, in the chain's order."""
         fa, fb, fc = ctx.a, ctx.b, ctx.c
-        acc = _to_f64(decode(fc, c_bits), fc.mbits)  # exact (a 16-bit C widens exactly)
+        k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
+        order = self.chain_order(ctx, k)
+        if order is not None:
+            idx = jnp.asarray(order, jnp.int32)
+            a = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), a)
+            b = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), b)
+        cf = decode(fc, c_bits)
+        acc = _to_f64(cf, fc.mbits)  # exact (a 16-bit C widens exactly)
 
-        def step(ga, gb, acc):
-            p = _to_f64(ga, fa.mbits)[..., 0, :] * _to_f64(gb, fb.mbits)[..., 0, :]
-            s, e = two_sum(p, acc)
-            t = jnp.where(jnp.isfinite(p) & jnp.isfinite(acc), round_to_odd(s, e), p + acc)
-            bits = round_f64(t, F32)
-            return _to_f64(decode(F32, bits), F32.mbits)
+        if self.nan == "canonical":
+            def step(ga, gb, acc):
+                p = _to_f64(ga, fa.mbits)[..., 0, :] * _to_f64(gb, fb.mbits)[..., 0, :]
+                return _fma(p, acc)
 
-        acc = over_groups(a, b, acc, 1, step)
-        return round_f64(acc, fc)
+            acc = over_groups(a, b, acc, 1, step)
+            return self._narrow(acc, None, fc)
+
+        # 'propagate': carry the f32 bits of the NaN the chain holds (when it holds one)
+        c32 = c_bits.astype(jnp.int32) if fc == F32 else _widen_nan(c_bits, fc)
+        nanb = jnp.where(cf.nan, c32 | _QUIET, _CANONICAL).astype(jnp.int32)
+
+        def step_nan(ga, gb, carry):
+            acc, nanb = carry
+            ga0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], ga)
+            gb0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], gb)
+            new = _fma(_to_f64(ga0, fa.mbits) * _to_f64(gb0, fb.mbits), acc)
+            image = lambda f: jnp.where(f.sign == 1, jnp.int32(-0x80000000), 0) | _CANONICAL
+            pick = jnp.where(ga0.nan, image(ga0), jnp.where(gb0.nan, image(gb0),
+                                                             jnp.where(jnp.isnan(acc), nanb, _INVALID)))
+            return new, jnp.where(jnp.isnan(new), pick, nanb).astype(jnp.int32)
+
+        acc, nanb = over_groups(a, b, (acc, nanb), 1, step_nan)
+        return self._narrow(acc, nanb, fc)
+
+    def _narrow(self, acc, nanb, fc):
+        """The final f32 (as float64 ``acc``; ``nanb``: its NaN bits, or None for canonical)
+        as bits of the accumulator ``fc``."""
+        bits32 = round_f64(acc, F32)
+        isnan = jnp.isnan(acc)
+        if nanb is not None:
+            bits32 = jnp.where(isnan, nanb, bits32)
+        if fc == F32:
+            return bits32.astype(jnp.int32)
+        if fc == BF16 and self.narrowing == "truncate":
+            return (bits32 >> 16) & 0xFFFF
+        out = round_f64(acc, fc)
+        if nanb is not None:  # a NaN keeps its sign and top payload bits, quieted
+            if fc == F16:
+                narrowed = ((bits32 >> 16) & 0x8000) | 0x7E00 | ((bits32 >> 13) & 0x3FF)
+            else:
+                narrowed = ((bits32 >> 16) & 0xFFFF) | 0x40
+            out = jnp.where(isnan, narrowed, out)
+        return out

@@ -28,15 +28,17 @@ def _stack_groups(x, n, g):
 
 
 def over_groups(a, b, acc, group: int, step):
-    """acc <- step(a_group, b_group, acc) for consecutive groups of ``group`` along axis -2."""
+    """acc <- step(a_group, b_group, acc) for consecutive groups of ``group`` along axis -2.
+    ``acc`` may be a tuple of arrays (a carry of several parts), each broadcast to the
+    output shape."""
     k = jnp.broadcast_shapes(jax.tree_util.tree_leaves(a)[0].shape, jax.tree_util.tree_leaves(b)[0].shape)[-2]
     n_full, rest = divmod(k, group)
     shape = jnp.broadcast_shapes(
         jax.tree_util.tree_leaves(a)[0].shape[:-2] + jax.tree_util.tree_leaves(a)[0].shape[-1:],
         jax.tree_util.tree_leaves(b)[0].shape[:-2] + jax.tree_util.tree_leaves(b)[0].shape[-1:],
-        acc.shape,
+        *(t.shape for t in jax.tree_util.tree_leaves(acc)),
     )
-    acc = jnp.broadcast_to(acc, shape)
+    acc = jax.tree_util.tree_map(lambda t: jnp.broadcast_to(t, shape), acc)
     if n_full <= UNROLL:
         for i in range(n_full):
             acc = step(_slice(a, i * group, (i + 1) * group), _slice(b, i * group, (i + 1) * group), acc)

@@ -12,19 +12,39 @@ from .fma_chain import FMAChain
 from .fused import CDNA3
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
+from .nvidia import EVIDENCE as _NV_EVIDENCE
+from .nvidia import TABLE as _NV_TABLE
+from .nvidia import NvidiaTensorCore
 from .parse import MODEL_CLASSES, parse_model
 
-__all__ = ["PRESETS", "ALIASES", "names", "resolve"]
+__all__ = ["PRESETS", "ALIASES", "EVIDENCE", "names", "resolve"]
 
 #: name -> (float model or None, integer model or None, one-line description)
 PRESETS = {
     "exact": (Exact(), IntegerDot("final"), "exact products and sum, one rounding (integers: exact, wrap or one final saturation)"),
-    "fma_chain": (FMAChain(), None, "f32 FMA chain over the compressed products in compressed-K order (rocjitsu/GoC)"),
+    "fma_chain": (FMAChain(order="register", narrowing="truncate", nan="propagate"), None,
+                  "rocjitsu's f32 FMA chain: register order on the 8 CDNA4 fp8/bf8 builtins (compressed-K order "
+                  "elsewhere), bf16 results truncated, NaN operands propagated"),
+    "fma_chain_k": (FMAChain(), None, "the earlier jwmma f32 FMA chain: compressed-K order everywhere, RNE narrowing, "
+                                      "canonical NaN"),
     "cdna3": (CDNA3(), None, "MMA-Sim's bit-accurate CDNA3 algorithm (2.x, PyPI): truncated fused groups of 8/16, f32 RNE per group"),
     "cdna3_c785138": (CDNA3(zero_exponent=-126, renormalize=False), None,
                       "the earlier MMA-Sim CDNA3 algorithm (GitHub c785138) that NUMERICS.md 1.3 transcribes"),
     "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
+    **{f"nvidia_{arch}": (NvidiaTensorCore(arch), None, f"NVIDIA {row[0]} tensor core: truncated fused dot-product-add")
+       for arch, row in _NV_TABLE.items()},
     "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each K-half (gfx1201, GoC's hardware digests)"),
+}
+#: what each preset rests on (the builtins' own evidence is a column of `jwmma.isa.table`)
+EVIDENCE = {
+    "exact": "a reference, not a hardware claim",
+    "fma_chain": "rocjitsu (AMD's simulator) source: shared/mma_exec.h, mma/arithmetic.h matrix_fma",
+    "fma_chain_k": "earlier jwmma reading of rocjitsu/GoC (kept for continuity)",
+    "cdna3": "MMA-Sim 2.x CDNA3 (gfx942) algorithm; its use for gfx950 is assumed (no gfx950 characterisation)",
+    "cdna3_c785138": "MMA-Sim GitHub c785138 (superseded by cdna3)",
+    "gfx12_dot4": "rocjitsu's gfx1201 captures (dense WMMA)",
+    "staged_clamp": "GoC's gfx1201 hardware digests (dense WMMA 384/384 with saturation after each K-half; final-only 240/384), second-hand",
+    **{f"nvidia_{arch}": ev for arch, ev in _NV_EVIDENCE.items()},
 }
 ALIASES = {"exact16": "exact", "gfx12_dot4_byte": "gfx12_dot4", "gfx12": "gfx12_dot4"}
 
