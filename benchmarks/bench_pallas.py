@@ -43,7 +43,7 @@ ROWS = [
     ("f16_gfx12", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", {}),
     ("fp8_gfx12", "swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", {}),
     ("fp8_exact", "smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
-    ("fp8_fma_chain", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),
+    ("fp8_fma_chain_k", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", {}),
 ]
 #: --sweep: cheaper variants toward 1e12 for cdna3 / gfx12 (same bits; bit-tested on the CPU)
 SWEEP = [

@@ -34,8 +34,8 @@ GEMMS = [
     ("swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", 128, 128, 8),
     ("smfmac_f32_16x16x128_fp8_fp8", "exact", 128, 128, 4),
     ("swmmac_f32_16x16x32_f16_w32", "exact", 128, 128, 8),
-    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", 128, 128, 4),
-    ("smfmac_f32_16x16x64_bf16", "fma_chain", 128, 128, 4),
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", 128, 128, 4),
+    ("smfmac_f32_16x16x64_bf16", "fma_chain_k", 128, 128, 4),
     ("swmmac_i32_16x16x32_iu8_w32", "exact", 128, 128, 8),
     ("smfmac_i32_16x16x128_i8", "exact", 128, 128, 4),
 ]

@@ -39,7 +39,7 @@ CORE = [
     ("swmmac_f32_16x16x32_f16_w32", None, {}),  # gfx12 f16 -> f32, rounding by conversion
     ("swmmac_f16_16x16x32_f16_w32", None, {}),  # gfx12 per-step narrowing to f16
     ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
-    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", {}),
     ("swmmac_i32_16x16x32_iu8_w32", None, dict(clamp=True)),
 ]
 SLOW = [
@@ -62,8 +62,8 @@ SLOW = [
     ("swmmac_f32_16x16x32_f16_w32", "exact", {}),
     ("swmmac_bf16_16x16x32_bf16_w32", "exact", {}),
     ("smfmac_f32_16x16x128_bf8_bf8", "exact", {}),
-    ("smfmac_f32_16x16x64_bf16", "fma_chain", {}),
-    ("swmmac_f16_16x16x32_f16_w32", "fma_chain", {}),
+    ("smfmac_f32_16x16x64_bf16", "fma_chain_k", {}),
+    ("swmmac_f16_16x16x32_f16_w32", "fma_chain_k", {}),
     ("smfmac_i32_16x16x128_i8", None, {}),
     ("swmmac_i32_16x16x64_iu4_w32", None, dict(clamp=True)),
     ("swmmac_i32_16x16x32_iu4_w32", "exact", dict(clamp=True)),
@@ -190,6 +190,22 @@ def test_model_without_kernel_raises_or_falls_back():
     assert not pallas.kernel_for(spec, other, resolve(Options(platform="gpu")))
 
 
+def test_rocjitsu_chain_stays_on_xla():
+    """The fma_chain kernel is FMAChain() ('fma_chain_k'); rocjitsu's chain ('fma_chain': register
+    order on the CDNA4 fp8/bf8 rows, bf16 truncation, NaN payloads) differs in bits, so 'auto'
+    keeps it on XLA and an explicit backend='pallas' refuses it, naming what is missing."""
+    gpu, explicit = resolve(Options(platform="gpu")), resolve(Options(backend="pallas", platform="gpu"))
+    fp8, bf16 = lookup("smfmac_f32_16x16x128_fp8_fp8"), lookup("swmmac_bf16_16x16x32_bf16_w32")
+    assert pallas.kernel_for(fp8, models.FMAChain(), gpu)
+    assert not pallas.kernel_for(fp8, models.PRESETS["fma_chain"][0], gpu)
+    with pytest.raises(ValueError, match="order='register'.*nan='propagate'.*fma_chain_k"):
+        pallas.kernel_for(fp8, models.PRESETS["fma_chain"][0], explicit)
+    with pytest.raises(ValueError, match="narrowing='truncate'"):
+        pallas.kernel_for(bf16, models.FMAChain(narrowing="truncate"), explicit)
+    # order 'register' on a row without a declared order is compressed order: the kernel applies
+    assert pallas.kernel_for(bf16, models.FMAChain(order="register"), explicit)
+
+
 def _foreign_model():
     """A model of no kernel family (its own class, not derived from one that has a kernel)."""
 
@@ -207,7 +223,7 @@ def _foreign_model():
     ("smfmac_f32_16x16x128_fp8_fp8", None),
     pytest.param("swmmac_f32_16x16x32_f16_w32", None, marks=pytest.mark.slow),
     pytest.param("smfmac_f32_16x16x128_fp8_fp8", "exact", marks=pytest.mark.slow),
-    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", marks=pytest.mark.slow),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", marks=pytest.mark.slow),
     pytest.param("swmmac_i32_16x16x32_iu8_w32", None, marks=pytest.mark.slow),
 ])
 def test_triton_lowering_without_gpu(builtin, model):

@@ -72,6 +72,21 @@ def family(model) -> str | None:
     return None
 
 
+def _unsupported(spec, model: FMAChain) -> str | None:
+    """What of an `FMAChain` the fma_chain kernel does not do (None: it does all): the kernel
+    chains in compressed-K order, narrows bf16 to nearest and makes NaNs canonical, which is
+    `FMAChain()`; rocjitsu's chain (``fma_chain``: register order on the 8 CDNA4 fp8/bf8 rows,
+    bf16 truncation, NaN payloads propagated) differs in bits, so it stays on XLA."""
+    out = []
+    if model.order != "compressed" and spec.chain_order is not None:
+        out.append(f"order={model.order!r}")
+    if model.narrowing != "nearest" and spec.c_type == "bf16":
+        out.append(f"narrowing={model.narrowing!r}")
+    if model.nan != "canonical":
+        out.append(f"nan={model.nan!r}")
+    return ", ".join(out) or None
+
+
 def kernel_for(spec, model, options) -> bool:
     """Whether the GEMM of ``spec`` under ``model`` runs on the Pallas backend with these
     (resolved) options. ``backend='pallas'`` and no kernel: ValueError naming the model;
@@ -79,6 +94,12 @@ def kernel_for(spec, model, options) -> bool:
     if options.backend != "pallas":
         return False
     fam = family(model)
+    missing = _unsupported(spec, model) if fam == "fma_chain" else None
+    if missing:
+        if options.pallas.auto:
+            return False
+        raise ValueError(f"backend='pallas' has no kernel for {model.describe()} on {spec.name}: the fma_chain "
+                         f"kernel runs FMAChain() ('fma_chain_k') only, not {missing}; use backend='xla' or 'auto'")
     if fam is None:
         if options.pallas.auto:
             return False

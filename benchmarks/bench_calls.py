@@ -1,0 +1,56 @@
+"""Single builtin calls over many waves with device-resident registers (issue #12's row).
+
+    python benchmarks/bench_calls.py --waves 65536 --rows fp8:cdna3 fp8:exact f16:gfx12_dot4
+
+Rate = dense multiply-adds (waves x M x N x K) per second, the unit of issue #12's table;
+the registers are placed on the device first, so host transfers are not timed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jwmma
+
+BUILTIN = {"fp8": "smfmac_f32_16x16x128_fp8_fp8", "f16": "swmmac_f32_16x16x32_f16_w32",
+           "f16c": "smfmac_f32_16x16x64_f16", "bf16": "smfmac_f32_16x16x64_bf16"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", nargs="+", default=["fp8:cdna3", "fp8:exact", "f16:gfx12_dot4"])
+    ap.add_argument("--waves", type=int, default=65536)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
+    for row in args.rows:
+        fmt, model = row.split(":")
+        name = BUILTIN[fmt]
+        spec = jwmma.BUILTINS[name]
+        ka, kb, kc = jax.random.split(jax.random.PRNGKey(0), 3)
+        a = jax.random.normal(ka, (args.waves, spec.m, spec.k), jnp.float32).astype(spec.a_format.dtype)
+        b = jax.random.normal(kb, (args.waves, spec.k, spec.n), jnp.float32).astype(spec.b_format.dtype)
+        c = jax.random.normal(kc, (args.waves, spec.m, spec.n), jnp.float32)
+        values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
+        regs = jax.block_until_ready([jax.device_put(r) for r in (
+            jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))])
+        fn = getattr(jwmma, name)
+        jax.block_until_ready(fn(*regs, model=model))
+        ts = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            jax.block_until_ready(fn(*regs, model=model))
+            ts.append(time.perf_counter() - t)
+        sec = statistics.median(ts)
+        macs = args.waves * spec.m * spec.n * spec.k
+        print(json.dumps(dict(row=row, builtin=name, seconds=sec, mac_per_s=macs / sec)))
+
+
+if __name__ == "__main__":
+    main()
