@@ -2,7 +2,8 @@
 
     python benchmarks/bench_calls.py --waves 65536 --rows fp8:cdna3 fp8:exact f16:gfx12_dot4
 
-Rate = dense multiply-adds (waves x M x N x K) per second, the unit of issue #12's table;
+Rate = emulated multiply-adds = compressed products (waves x M x N x K/2) per second, the
+unit of benchmarks/RESULTS.md and issue #12's table;
 the registers are placed on the device first, so host transfers are not timed.
 """
 from __future__ import annotations
@@ -48,7 +49,7 @@ def main():
             jax.block_until_ready(fn(*regs, model=model))
             ts.append(time.perf_counter() - t)
         sec = statistics.median(ts)
-        macs = args.waves * spec.m * spec.n * spec.k
+        macs = args.waves * spec.m * spec.n * spec.kc
         print(json.dumps(dict(row=row, builtin=name, seconds=sec, mac_per_s=macs / sec)))
 
 
