@@ -8,3 +8,59 @@ def rng(request):
     """A numpy Generator seeded from the test's node id: reproducible and distinct per test."""
     seed = sum(ord(ch) * (i + 1) for i, ch in enumerate(request.node.nodeid)) % (2**32)
     return np.random.default_rng(seed)
+
+
+# Parametrised grids whose every case runs with -m slow, of which the default run (CI: 2 cores,
+# 15 minutes for the whole suite) keeps every n-th case, spread over the grid. One table, so
+# that what the default run leaves out is visible in one place; the grids' own files stay
+# plain. Measured on the 2-core machine: these cases took 450 s of a 23-minute default run.
+DEFAULT_EVERY = {
+    "test_builtins.py::test_rounding_by_hand": 4,
+    "test_builtins.py::test_rdna4_integer_builtin": 3,
+    "test_fragments.py::test_pack_matches_scalar_packing_and_round_trips": 3,
+    "test_cli.py::test_view_agrees_with_pack": 4,
+    "test_kernel.py::test_cdna4_seed_policy_matches_gemm": 2,
+    "test_kernel.py::test_rdna4_policy_matches_gemm": 2,
+    "test_gemm.py::test_gemm_equals_stepwise_builtin_calls": 2,
+    "test_pallas.py::test_bits_core": 2,
+    "test_models_exact.py::test_exact_dot_mixed_scenarios": 2,
+    "test_models_cdna3.py::test_cdna3_dot_hypothesis": 2,
+    "test_fused_paths.py::test_float_and_integer_alignment_agree": 3,
+    "test_siblings.py::*": 2,
+    "test_fused_paths.py::test_matrix_product_group_sums_agree": 2,
+    "test_models_cdna3.py::test_fused_family": 2,
+    "test_models_cdna3.py::test_cdna3_dot_mixed_scenarios": 2,
+    "test_gfx12.py::test_reference_adversarial": 2,
+    "test_models_fma_chain.py::test_fma_chain_dot_mixed_scenarios": 2,
+    "test_models_fma_chain.py::test_fma_chain_builtin": 2,
+    "test_siblings_gemm.py::test_register_path_equals_matrix_path": 2,
+    "test_integer_clamp_hardware.py::test_dense_wmma_digests": 3,
+}
+# Whole tests that run only with -m slow (a cheaper default test covers the same code):
+# wave blocks at every size (test_builtins' 4096-wave test runs blocks by default), the
+# RDNA4 kernel policy (the CDNA4 one runs), overflow witnesses of the captures (the captures
+# run), a bias study point and a several-model CLI table (one-model ones run).
+DEFAULT_SKIP = {
+    "test_fast_paths.py::test_wave_blocks_any_size_same_bits",
+    "test_kernel.py::test_rdna4_policy_matches_gemm",
+    "test_wmma_captures.py::test_overflow_witnesses",
+    "test_study.py::test_truncation_bias_on_positive_data",
+    "test_gemm_cli.py::test_cli_table_several_models",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    seen: dict = {}
+    for item in items:
+        path = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        func = item.originalname if hasattr(item, "originalname") else item.name.split("[")[0]
+        key = f"{path}::{func}"
+        if key in DEFAULT_SKIP:
+            item.add_marker(pytest.mark.slow)
+            continue
+        every = DEFAULT_EVERY.get(key, DEFAULT_EVERY.get(f"{path}::*"))
+        if every is None or item.get_closest_marker("slow"):
+            continue
+        i = seen[key] = seen.get(key, -1) + 1
+        if i % every:
+            item.add_marker(pytest.mark.slow)

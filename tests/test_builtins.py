@@ -360,15 +360,17 @@ def test_staged_clamp_numeric_example():
 
 
 def test_staged_clamp_interleaved_stages_k64():
-    """iu4 16x16x64 (Kc=32): stage 0 = ck {0..7, 16..23}, stage 1 = {8..15, 24..31}."""
+    """iu4 16x16x64 (Kc=32): stage 0 = ck 0..15, stage 1 = ck 16..31 (the first half of the
+    products, then the rest: GoC's hardware digests, 128/128; the earlier interleaved reading
+    {0..7, 16..23} was wrong, issue #13)."""
     name = "swmmac_i32_16x16x64_iu4_w32"
-    row = [7 if (c // 8) % 2 == 0 else -7 for c in range(32)]
+    row = [7 if c < 16 else -7 for c in range(32)]
     a, b, c, idx = _one_row_int_case(name, row, 7, 2**31 - 101)
     f = jwmma.swmmac_i32_16x16x64_iu4_w32
     assert _d00(name, np.asarray(f(True, a, True, b, c, idx, True))) == I32_MAX - 16 * 49
     assert _d00(name, np.asarray(f(True, a, True, b, c, idx, True, model="exact"))) == 2**31 - 101
     # the stage sums fall the other way for INT32_MIN
-    row = [-7 if (c // 8) % 2 == 0 else 7 for c in range(32)]
+    row = [-7 if c < 16 else 7 for c in range(32)]
     a, b, c, idx = _one_row_int_case(name, row, 7, -(2**31) + 50)
     assert _d00(name, np.asarray(f(True, a, True, b, c, idx, True))) == I32_MIN + 16 * 49
     assert _d00(name, np.asarray(f(True, a, True, b, c, idx, True, model="exact"))) == -(2**31) + 50

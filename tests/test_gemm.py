@@ -681,8 +681,11 @@ def test_error_wrong_a_dtype():
     with pytest.raises(ValueError, match=r"a must hold values in \[-128, 127\]"):
         jwmma.gemm(np.array([[200, 0, 0, 0, 0, 0, 0, 0]], np.int16), np.ones((8, 11), np.int8),
                    builtin="smfmac_i32_16x16x128_i8")
-    with pytest.raises(ValueError, match=r"b must hold values in \[-8, 15\]"):
+    # int8 says signed: iu4 values in [-8, 7]; uint8 says unsigned: [0, 15] (issue #10 item 2)
+    with pytest.raises(ValueError, match=r"b must hold values in \[-8, 7\]"):
         jwmma.gemm(np.zeros((3, 8), np.int8), np.full((8, 11), 16, np.int8), builtin="swmmac_i32_16x16x32_iu4_w32")
+    with pytest.raises(ValueError, match=r"b must hold values in \[0, 15\]"):
+        jwmma.gemm(np.zeros((3, 8), np.int8), np.full((8, 11), 16, np.uint8), builtin="swmmac_i32_16x16x32_iu4_w32")
 
 
 def test_error_wrong_c():
