@@ -111,11 +111,21 @@ def gemm_case(name, model, m, n, k, sizes, rows=None):
     rng = np.random.default_rng(0)
     kw = {} if model == "default" else {"model": model}
 
+    def normal(shape, dtype):
+        """Normal samples of ``dtype`` drawn in pieces: the float64 temporaries of one big draw
+        would dominate the peak this child measures."""
+        out = np.empty(shape, dtype)
+        flat = out.reshape(-1)
+        piece = 1 << 18
+        for i in range(0, flat.size, piece):
+            flat[i:i + piece] = rng.standard_normal(min(piece, flat.size - i)).astype(np.float32).astype(dtype)
+        return out
+
     def operands(bt, m):
         lead = () if rows is not None else (bt,)
-        a = rng.standard_normal(lead + (m, k)).astype(np.float32)
+        a = normal(lead + (m, k), dt[spec.a_type])
         a.reshape(lead + (m, k // 4, 4))[..., 2:] = 0  # 2:4 sparse: positions (0, 1) kept
-        return a.astype(dt[spec.a_type]), rng.standard_normal(lead + (k, n)).astype(dt[spec.b_type])
+        return a, normal(lead + (k, n), dt[spec.b_type])
 
     hwm, nbytes = [], []
     steps = [(1, mm) for mm in rows] if rows is not None else [(bt, m) for bt in sizes]
