@@ -28,8 +28,8 @@ def points(kind):
     return UNITS * (1 if kind == "fast" else 2)
 
 
-def cli(out, *extra, kind="fast"):
-    return [*JWMMA_CLI, "study", *SWEEP, *MODELS[kind], *HEARTBEAT, "-o", str(out), *extra]
+def cli(out, *extra, kind="fast", program=JWMMA_CLI):
+    return [*program, "study", *SWEEP, *MODELS[kind], *HEARTBEAT, "-o", str(out), *extra]
 
 
 def flags(i, coordinator):
@@ -122,8 +122,9 @@ def check_parts(out, n_points):
 
 
 def test_worker_killed_mid_sweep_then_resumed(single, tmp_path):
-    """Two processes (job given by CLI flags); process 1 is SIGKILLed after its first
-    finished point; process 0 (a recoverable job) finishes its own share and merges what
+    """Two processes (job given by CLI flags); process 1 hangs after its first finished
+    point (`multihost/stall_worker.py`, so that it cannot finish its share before the kill)
+    and is SIGKILLed; process 0 (a recoverable job) finishes its own share and merges what
     exists. The rerun (job given by JAX_* variables) computes only the missing points: the
     rows written before the kill are kept as they were (same timings: not recomputed), no
     point is lost or duplicated, and the merged tables equal the one-process run's."""
@@ -133,8 +134,8 @@ def test_worker_killed_mid_sweep_then_resumed(single, tmp_path):
     def first_point_written():
         return part1.exists() and part1.read_text().count("\n") >= 1
 
-    res = mh_launch.launch(cli(out), num_processes=2, timeout=240, via_env=False, per_process_args=flags,
-                           kill_after=(1, first_point_written))
+    res = mh_launch.launch(cli(out, program=["-m", "stall_worker", "1"]), num_processes=2, timeout=240,
+                           via_env=False, per_process_args=flags, kill_after=(1, first_point_written))
     assert not res.timed_out, res.tail()
     assert res.returncode[1] == -9 and res.returncode[0] == 0, res.tail()
     assert "process 0 of 2" in res.output[0] and "did not finish" in res.output[0]
