@@ -17,7 +17,7 @@ from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 from . import gemm as gemm_cmd
-from .common import CliError, spec_of
+from .common import CliError, add_target_arg, all_targets, spec_of
 
 __all__ = ["DEMO_CASES", "compare", "run_demo", "cmd_demo", "add"]
 
@@ -50,16 +50,16 @@ def _random_case(spec: BuiltinSpec, waves: int, rng: np.random.Generator):
     return a, b, c
 
 
-def _prepare(name: str, a, b, c):
+def _prepare(spec: BuiltinSpec, a, b, c):
     """prune_2_4 + compress_2_4 + pack_*, jitted: (A24 dense, A, B, C, index registers);
     a dense builtin packs A as it is (its index registers are zeros it does not read)."""
-    dense = spec_of(name).dense
+    name, dense, t = spec.name, spec.dense, spec.target
 
     def prep(a, b, c):
         a24 = a if dense else sparsity.prune_2_4(a)
         values, pos = (a24, jnp.zeros(a24.shape, jnp.int32)) if dense else sparsity.compress_2_4(a24)
-        return (a24, fragments.pack_a(name, values), fragments.pack_b(name, b),
-                fragments.pack_c(name, c), fragments.pack_index(name, pos))
+        return (a24, fragments.pack_a(name, values, target=t), fragments.pack_b(name, b, target=t),
+                fragments.pack_c(name, c, target=t), fragments.pack_index(name, pos))
 
     return jax.jit(prep)(a, b, c)
 
@@ -97,7 +97,8 @@ def compare(d: np.ndarray, ref: np.ndarray, exact: np.ndarray, scale) -> dict:
 
 def _call(spec: BuiltinSpec, regs, model: str, clamp: bool):
     a, b, c, idx = regs
-    return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, c, idx, clamp=clamp), model=model)
+    kw = {"target": spec.target} if spec.convention.name_of("target") else {}  # the chip: its fp8 decoding
+    return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, c, idx, clamp=clamp), model=model, **kw)
 
 
 def _refusal(spec: BuiltinSpec, model: str, clamp: bool) -> str | None:
@@ -109,13 +110,16 @@ def _refusal(spec: BuiltinSpec, model: str, clamp: bool) -> str | None:
     return None
 
 
-def run_demo(waves: int, seed: int, only=None, models=None, out=print) -> list[dict]:
+def run_demo(waves: int, seed: int, only=None, models=None, out=print, target=None) -> list[dict]:
     """Emulate ``waves`` waves of each DEMO_CASES builtin and model (or only the builtins in
-    ``only`` and the models in ``models``); print one line each, return the measurements."""
+    ``only``, the models in ``models``, the builtins that run on ``target``, decoded there);
+    print one line each, return the measurements."""
     cases = [c for c in DEMO_CASES if (only is None or c[0] in only)
-             and (models is None or set(c[1]) & set(models))]
+             and (models is None or set(c[1]) & set(models))
+             and (target is None or target in spec_of(c[0]).targets)]
     results = []
-    out(f"jwmma demo: {waves} waves per builtin, seed {seed}, {jax.device_count()} {jax.default_backend()} device(s)")
+    on = "" if target is None else f", the builtins of {target} decoded there"
+    out(f"jwmma demo: {waves} waves per builtin, seed {seed}, {jax.device_count()} {jax.default_backend()} device(s){on}")
     out("data: A ~ N(0,1) pruned 2:4 (prune_2_4, compress_2_4; wmma_*: dense A), B, C ~ N(0,1); integers uniform, "
         "C over all of int32")
     out("reference: numpy D = C + A24 @ B in float64 rounded once to f32 (integers: int64, wrapped or clamped)")
@@ -126,13 +130,13 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print) -> list[d
     out("-" * len(cols))
     prepared = {}
     for name, model_names, kw in cases:
-        spec = spec_of(name)
+        spec = spec_of(name, target)
         clamp = bool(kw.get("clamp", False))
         if name not in prepared:
             # one stream per builtin: the data do not depend on which cases run
             rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
             a, b, c = _random_case(spec, waves, rng)
-            a24, *regs = _prepare(name, a, b, c)
+            a24, *regs = _prepare(spec, a, b, c)
             prepared[name] = (regs, np.asarray(a24), b, c)
         regs, a24, b, c = prepared[name]
         ref, exact, scale = _reference(spec, a24, b, c, clamp)
@@ -154,7 +158,7 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print) -> list[d
             t2 = time.perf_counter()
             d = np.asarray(fragments.unpack_c(name, d_regs))
             r = compare(d, ref, exact, scale)
-            r.update(builtin=name, model=model, clamp=clamp, waves=waves,
+            r.update(builtin=name, target=spec.target, model=model, clamp=clamp, waves=waves,
                      inst_per_s=waves / (t2 - t1), first_call_s=t1 - t0)
             results.append(r)
             # floor, so that 100% means every output is identical
@@ -179,12 +183,20 @@ def cmd_demo(args) -> int:
     if args.model and not set(args.model) <= all_models:
         bad = sorted(set(args.model) - all_models)[0]
         raise CliError(f"--model {bad} is not in the demo; it runs {', '.join(sorted(all_models))}")
+    target = args.target
+    if target is not None:
+        known = all_targets()
+        if target not in known:
+            raise CliError(f"--target must be one of {', '.join(known)} (the chips of the table's rows), got {target!r}")
+        for name in only or ():
+            spec_of(name, target)  # a builtin named by --builtin must run on --target
     t0 = time.perf_counter()
-    run_demo(args.waves, args.seed, only, args.model)
-    if not only and not args.model and not args.no_gemm:
+    run_demo(args.waves, args.seed, only, args.model, target=target)
+    showcase = "smfmac_f32_16x16x128_fp8_fp8"
+    if not only and not args.model and not args.no_gemm and target in (None, *spec_of(showcase).targets):
         print("\nA whole GEMM, emulated as the tiled kernel issuing the builtin once per K step "
               "(`jwmma gemm --help` for more):")
-        rows = gemm_cmd.run("smfmac_f32_16x16x128_fp8_fp8", ["exact", "cdna3", "fma_chain"], 128, 128, 2048,
+        rows = gemm_cmd.run(showcase, ["exact", "cdna3", "fma_chain"], 128, 128, 2048,
                             seed=args.seed, progress=False)
         gemm_cmd.print_table(rows)
     print(f"\ntotal {time.perf_counter() - t0:.1f} s. inst/s = waves (one instruction each) per second, "
@@ -204,4 +216,5 @@ def add(sub):
     p.add_argument("--builtin", action="append", metavar="NAME", help="only this demo builtin (repeatable)")
     p.add_argument("--model", action="append", metavar="NAME", help="only this model (repeatable)")
     p.add_argument("--no-gemm", action="store_true", help="skip the closing whole-GEMM showcase")
+    add_target_arg(p, "each demo builtin")
     p.set_defaults(func=cmd_demo)

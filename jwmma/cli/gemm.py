@@ -30,7 +30,7 @@ from ..study.exact_product import reference
 from ..study.measures import metrics
 from ..study.stats import percent
 from ..tiled import gemm
-from .common import CliError, models_of
+from .common import CliError, add_target_arg, models_of, spec_of
 from .devices import add_device_args, mesh_from_args
 from .processes import add_process_args, init_from_args, leave
 
@@ -70,7 +70,8 @@ def int_reference(a, b, step, clamp):
 
 
 def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", scale=None, seed=0,
-        path="matrix", clamp=False, chunk_steps=None, distribute=None, progress=True, options=None):
+        path="matrix", clamp=False, chunk_steps=None, distribute=None, progress=True, options=None,
+        target=None):
     """Emulate one GEMM under several models and measure each.
 
     Args:
@@ -79,18 +80,20 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         the operands (`jwmma.study.make_operands`; integers: `int_operands`); path: gemm's
         path; clamp: integer builtins saturate; chunk_steps: K steps per gemm call (each
         chunk's D the next chunk's C: same bits); distribute: gemm's device keywords;
-        progress: a tqdm bar on long runs; options: execution options (`jwmma.Options`).
+        progress: a tqdm bar on long runs; options: execution options (`jwmma.Options`);
+        target: the chip of a builtin that runs on several (`jwmma.gemm`'s target=: the CDNA3
+        SMFMAC on 'gfx942', FNUZ fp8/bf8, or 'gfx950', OCP); the operands are drawn in its formats.
     Returns:
         One dict per model: time, throughput and the error measures.
     """
-    spec = lookup(builtin)
+    spec = lookup(builtin, target)
     k4 = -(-k // 4) * 4  # operands drawn for whole 2:4 groups, then cut to K (gemm pads K again)
     if spec.integer:
         a, b = int_operands(spec, m, n, k4, seed, batch)
         a, b = a[..., :k], b[..., :k, :]
         ref_int = int_reference(a, b, spec.k, clamp)
     else:
-        a, b = study_data.make_operands(dist, k4, m, n, seed, builtin=spec.name, scaling=scaling)
+        a, b = study_data.make_operands(dist, k4, m, n, seed, builtin=spec, scaling=scaling)
         a, b = a[..., :k], b[..., :k, :]
         if scale is not None:  # a real-valued scale of the quantised data (re-rounded)
             a = (a.astype(np.float64) * scale).astype(a.dtype)
@@ -98,11 +101,11 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         if batch:
             a = np.broadcast_to(a, batch + a.shape).copy()
             b = np.broadcast_to(b, batch + b.shape).copy()
-        ref = reference(a, b)
+        ref = reference(a, b, spec.a_type, spec.b_type)
     step = spec.k
     n_steps = -(-k // step)
     chunk = chunk_steps or max(1, n_steps // 8 if n_steps >= 64 else n_steps)
-    kw = dict(builtin=spec.name, path=path, options=options)
+    kw = dict(builtin=spec.name, path=path, options=options, target=spec.target)
     if spec.signed_choice:
         kw.update(a_neg=True, b_neg=True, clamp=clamp)
     kw.update(distribute or {})  # devices= / mesh= (devices.mesh_from_args)
@@ -133,7 +136,7 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
             t1 = time.perf_counter()
             jax.block_until_ready(gemm(a, b, None, model=model, **kw))
             steady = time.perf_counter() - t1
-        row = dict(builtin=spec.name, model=model_label(model), m=m, n=n, k=k, batch=list(batch),
+        row = dict(builtin=spec.name, target=spec.target, model=model_label(model), m=m, n=n, k=k, batch=list(batch),
                    dist=dist, seed=seed, path=path, seconds=seconds, first_chunk_seconds=t_first,
                    compiled_seconds=steady, macs_per_s=macs / steady)
         if spec.integer:
@@ -175,7 +178,8 @@ def print_table(rows, out=None):
         return
     integer = "identical" in rows[0] and "ident" not in rows[0]
     r0 = rows[0]
-    print(f"{r0['builtin']}: M={r0['m']} N={r0['n']} K={r0['k']} batch={tuple(r0['batch'])} "
+    on = f" on {r0['target']}" if r0.get("target") and len(lookup(r0["builtin"]).targets) > 1 else ""
+    print(f"{r0['builtin']}{on}: M={r0['m']} N={r0['n']} K={r0['k']} batch={tuple(r0['batch'])} "
           f"dist={r0['dist']} seed={r0['seed']} path={r0['path']} (time: wall clock with compilation; "
           f"MAC/s: compressed products per second, compiled)", file=out)
     w = max([14] + [len(r["model"]) for r in rows])
@@ -208,10 +212,7 @@ def _cmd_gemm(args) -> int:
     if not args.builtin and fmt not in study_data.FORMATS:
         raise CliError(f"unknown --format {args.format!r}; valid: {', '.join(study_data.FORMATS)} (or --builtin NAME)")
     builtin = args.builtin or study_data.FORMATS[fmt]
-    try:
-        spec = lookup(builtin)
-    except ValueError as e:
-        raise CliError(str(e)) from None
+    spec = spec_of(builtin, args.target)
     for option, value, low in (("-m", args.m, 1), ("-n", args.n, 1), ("-k", args.k, 1), ("--seed", args.seed, 0)):
         if value is not None and value < low:
             raise CliError(f"{option} must be {'positive' if low else 'non-negative'}, got {value}")
@@ -233,7 +234,7 @@ def _cmd_gemm(args) -> int:
         distribute = mesh_from_args(args)
         rows = run(builtin, models, args.m, args.n, k, batch=tuple(args.batch), dist=args.dist,
                    scaling=args.scaling, scale=args.scale, seed=args.seed, path=args.path,
-                   clamp=args.clamp, distribute=distribute, progress=not args.no_progress)
+                   clamp=args.clamp, distribute=distribute, progress=not args.no_progress, target=spec.target)
     except (ValueError, TypeError) as e:
         raise CliError(str(e)) from None
     if jax.process_index() != 0:
@@ -265,6 +266,7 @@ def add(sub):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--path", default="matrix", choices=("matrix", "registers"))
     p.add_argument("--clamp", action="store_true", help="integer builtins: saturate")
+    add_target_arg(p)
     add_device_args(p)
     add_process_args(p)
     p.add_argument("--json", action="store_true")

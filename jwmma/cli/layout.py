@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ..isa import view
-from .common import CliError, spec_of
+from .common import CliError, add_target_arg, spec_of
 
 __all__ = ["cmd_layout", "add"]
 
@@ -28,7 +28,7 @@ def _int_list(text: str, what: str) -> list[int]:
 
 def cmd_layout(args) -> int:
     """``jwmma layout``: the layout of one operand (list, grid or JSON)."""
-    spec = spec_of(args.name)
+    spec = spec_of(args.name, args.target)  # the element types as decoded on --target
     operand = "c" if args.operand == "d" else args.operand
     if operand == "index" and spec.dense:
         raise CliError(f"{spec.name} is dense: it has no index register (operands: a, b, c/d)")
@@ -86,4 +86,5 @@ def add(sub):
     p.add_argument("--element", metavar="ROW,COL",
                    help="only this matrix element (A: i,c compressed; B: k,j; C: i,j; index: A's i,c)")
     p.add_argument("--json", action="store_true", help="machine-readable entries")
+    add_target_arg(p)
     p.set_defaults(func=cmd_layout)

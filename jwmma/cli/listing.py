@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import re
 
-from ..isa.table import BUILTINS, BuiltinSpec
+from ..isa.table import BUILTINS, BuiltinSpec, lookup
+from .common import CliError, all_targets
 
 __all__ = ["evidence_kind", "row", "cmd_list", "add"]
 
@@ -48,7 +49,7 @@ def row(spec: BuiltinSpec) -> dict:
         "k_compressed": spec.kc, "operands": ops,
         "index_sets": [] if spec.dense else [{"set": i, "bits": [s + 32 // spec.n_sets - 1, s]}
                                              for i, s in enumerate(spec.index_sets)],
-        "dense": spec.dense, "targets": list(spec.targets),
+        "dense": spec.dense, "target": spec.target, "targets": list(spec.targets),
         "default_model": spec.default_model, "evidence": evidence_kind(spec),
         "evidence_note": spec.default_evidence,
     }
@@ -57,6 +58,13 @@ def row(spec: BuiltinSpec) -> dict:
 def cmd_list(args) -> int:
     """``jwmma list``: the table as text (legend included) or JSON."""
     specs = [s for s in BUILTINS.values() if args.arch in (None, s.arch)]
+    target = getattr(args, "target", None)
+    if target is not None:  # the builtins that run on it, as decoded there
+        known = all_targets()
+        if target not in known:
+            raise CliError(f"--target must be one of {', '.join(known)} (the chips of the table's rows), "
+                           f"got {target!r}")
+        specs = [lookup(s.name, target) for s in specs if target in s.targets]
     if args.json:
         print(json.dumps([row(s) for s in specs], indent=2))
         return 0
@@ -101,5 +109,8 @@ def add(sub):
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()}),
                    help="only RDNA4 (gfx12), CDNA4 (gfx950) or CDNA3 (gfx942)")
+    p.add_argument("--target", metavar="CHIP", default=None,
+                   help="only the builtins that run on this chip, with their element types as decoded "
+                   "there (e.g. gfx950: the CDNA4 SMFMAC and the CDNA3 SMFMAC with OCP fp8/bf8)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)

@@ -9,11 +9,11 @@ import time
 import jax
 
 from ..models.parse import parse_model, split_list
-from ..study.data import DISTRIBUTIONS, SCALINGS
+from ..study.data import DISTRIBUTIONS, SCALINGS, resolve_format
 from ..study.share import resolve_share
 from ..study.store import json_default, merge
 from ..study.sweep import DEFAULT_KS, DEFAULT_M, DEFAULT_MODELS, DEFAULT_N, DEFAULT_SEEDS, run
-from .common import CliError, many
+from .common import CliError, add_target_arg, check_target, many
 from .devices import add_device_args, mesh_from_args
 from .processes import add_process_args, init_from_args, leave
 
@@ -117,6 +117,8 @@ def _cmd_study(args, share) -> int:
         ks = parse_ks(args.k) if args.k else list(DEFAULT_KS)
         m, n = parse_size(args.size)
         formats = many(args.format, () if args.builtin else ("fp8",)) + many(args.builtin, ())
+        for f in formats:  # every builtin of the sweep must run on --target (CliError names it)
+            check_target(resolve_format(f)[1], args.target)
         try:
             models = [parse_model(x) for x in many(args.model, DEFAULT_MODELS)]
         except ValueError as e:
@@ -136,7 +138,8 @@ def _cmd_study(args, share) -> int:
         st = run(ks, models, dists, formats, remedies, seeds=list(range(args.seed0, args.seed0 + args.seeds)),
                  m=m, n=n, scaling=args.scaling, out=args.out, resume=not args.fresh,
                  progress=not (args.no_progress or args.quiet), figures=not args.no_plots,
-                 path=args.path, log=say, gemm_kw=gemm_kw, share=share, merge_timeout=args.merge_timeout)
+                 path=args.path, log=say, gemm_kw=gemm_kw, share=share, merge_timeout=args.merge_timeout,
+                 target=args.target)
     except (ValueError, TypeError) as e:
         raise CliError(str(e)) from None
     if share is None and jax.process_index() != 0:
@@ -187,6 +190,7 @@ def add(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--path", choices=["matrix", "registers"], default="matrix",
                    help="gemm execution path (identical bits; registers is slower)")
+    add_target_arg(p, "every builtin of the sweep")
     p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     add_device_args(p)  # --devices N|all, --mesh: every GEMM spread over devices

@@ -207,9 +207,9 @@ def _parts(spec: BuiltinSpec, which: str):
     return getattr(spec, which), getattr(spec, f"{which}_layout"), shape, getattr(spec, f"{which}_type")
 
 
-def _pack(name: str, which: str, x, check: bool = False) -> jnp.ndarray:
+def _pack(name: str, which: str, x, check: bool = False, target: str | None = None) -> jnp.ndarray:
     check = check_bool_kw(check, "check")
-    spec = lookup(name)
+    spec = lookup(name, target)
     op, layout, shape, t = _parts(spec, which)
     what, form = _MATRIX[which]
     x = as_array(x, what)
@@ -220,14 +220,14 @@ def _pack(name: str, which: str, x, check: bool = False) -> jnp.ndarray:
     return codes_to_regs(op, matrix_to_lanes(layout, codes))
 
 
-def _unpack(name: str, which: str, regs, signed: bool) -> jnp.ndarray:
-    spec = lookup(name)
+def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None) -> jnp.ndarray:
+    spec = lookup(name, target)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
     return codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
 
 
-def pack_a(name: str, a_comp, *, check: bool = False) -> jnp.ndarray:
+def pack_a(name: str, a_comp, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
     """Compressed A -> registers.
 
     Args:
@@ -236,25 +236,29 @@ def pack_a(name: str, a_comp, *, check: bool = False) -> jnp.ndarray:
         check: also check traced integer values when the computation runs (concrete values
             are always checked); with check=False a traced value keeps its low element bits
             (v mod 2**bits, two's complement), as the register holds them.
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
         (*batch, lanes, n_a) registers of the builtin's A dtype.
     """
-    return _pack(name, "a", a_comp, check)
+    return _pack(name, "a", a_comp, check, target)
 
 
-def unpack_a(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
+def unpack_a(name: str, regs, *, signed: bool = True, target: str | None = None) -> jnp.ndarray:
     """Registers -> compressed A.
 
     Args:
         name: the builtin; regs: (*batch, lanes, n_a); signed: the reading of iu8/iu4 data
             (the builtin's a_neg).
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
         (*batch, M, Kc) logical values.
     """
-    return _unpack(name, "a", regs, signed)
+    return _unpack(name, "a", regs, signed, target)
 
 
-def pack_b(name: str, b, *, check: bool = False) -> jnp.ndarray:
+def pack_b(name: str, b, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
     """Dense B -> registers.
 
     Args:
@@ -262,25 +266,29 @@ def pack_b(name: str, b, *, check: bool = False) -> jnp.ndarray:
         check: also check traced integer values when the computation runs (concrete values
             are always checked); with check=False a traced value keeps its low element bits
             (v mod 2**bits, two's complement), as the register holds them.
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
         (*batch, lanes, n_b) registers.
     """
-    return _pack(name, "b", b, check)
+    return _pack(name, "b", b, check, target)
 
 
-def unpack_b(name: str, regs, *, signed: bool = True) -> jnp.ndarray:
+def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None) -> jnp.ndarray:
     """Registers -> dense B.
 
     Args:
         name: the builtin; regs: (*batch, lanes, n_b); signed: the reading of iu8/iu4 data
             (the builtin's b_neg).
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
         (*batch, K, N) logical values.
     """
-    return _unpack(name, "b", regs, signed)
+    return _unpack(name, "b", regs, signed, target)
 
 
-def pack_c(name: str, c, *, check: bool = False) -> jnp.ndarray:
+def pack_c(name: str, c, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
     """Accumulator -> registers.
 
     Args:
@@ -289,21 +297,25 @@ def pack_c(name: str, c, *, check: bool = False) -> jnp.ndarray:
         check: also check traced integer values when the computation runs (concrete values
             are always checked); with check=False a traced value keeps its low element bits
             (v mod 2**bits, two's complement), as the register holds them.
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
         (*batch, lanes, n_c) registers (RDNA4 bf16 as int16 bit patterns).
     """
-    return _pack(name, "c", c, check)
+    return _pack(name, "c", c, check, target)
 
 
-def unpack_c(name: str, regs) -> jnp.ndarray:
+def unpack_c(name: str, regs, *, target: str | None = None) -> jnp.ndarray:
     """Registers -> accumulator (C or D).
 
     Args:
         name: the builtin; regs: (*batch, lanes, n_c).
+        target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
+            default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
         (*batch, M, N) values of the C type (bf16 as bfloat16).
     """
-    return _unpack(name, "c", regs, True)
+    return _unpack(name, "c", regs, True, target)
 
 
 def index_words(spec: BuiltinSpec, pos, s: int) -> jnp.ndarray:

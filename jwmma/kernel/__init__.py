@@ -43,6 +43,8 @@ A policy is any object (a class with plain functions, as below, or a `Policy`) w
   D (leading dimension ``N``) of the lane's accumulator elements, and the values (``d``);
 * optionally ``mma(d, a, b, idx, model)`` (whole-wave registers; default: the builtin, HIP
   argument order, ``cbsz=abid=0``, signed integers, no clamp).
+* optionally ``target``: the chip, for a builtin that runs on several (the CDNA3 SMFMAC:
+  'gfx942', the default, FNUZ fp8/bf8; 'gfx950', OCP), also ``target=`` of `run` and `check`.
 
 ``lane``, ``warp_m`` and ``warp_n`` are 0-d int32 JAX arrays: write the code for one lane
 with ``jnp`` indexing, exactly as the HIP code is written, and `run` vmaps it over lanes and

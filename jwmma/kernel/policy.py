@@ -103,11 +103,12 @@ class Policy:
     store_c: Callable
     mma: Callable | None = None
     name: str = ""
+    target: str | None = None  # the chip, for a builtin that runs on several (None: the row's default)
 
     @property
     def spec(self) -> BuiltinSpec:
-        """The builtin's table row."""
-        return lookup(self.builtin)
+        """The builtin's table row, as decoded on ``target``."""
+        return lookup(self.builtin, self.target)
 
     @property
     def thread_tile_m(self) -> int:
@@ -140,18 +141,26 @@ class Policy:
         if self.mma is not None:
             return self.mma(d, a, b, idx, model)
         spec = self.spec
-        return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, d, idx), model=model, options=options)
+        kw = {"target": spec.target} if spec.convention.name_of("target") else {}  # fp8/bf8 decoding
+        return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, d, idx), model=model, options=options, **kw)
 
 
-def as_policy(obj) -> Policy:
+def as_policy(obj, target: str | None = None) -> Policy:
     """A `Policy` from any object with the policy attributes.
 
     Args:
-        obj: a `Policy`, or e.g. a class with the functions as plain attributes.
+        obj: a `Policy`, or e.g. a class with the functions as plain attributes (and
+            optionally ``mma`` and ``target``).
+        target: the chip the kernel runs on, for a builtin that runs on several (the CDNA3
+            SMFMAC: 'gfx942', the default, FNUZ fp8/bf8, or 'gfx950', OCP); None: the
+            policy's own ``target`` attribute, else the row's default.
     Returns:
         The `Policy`; TypeError for missing attributes, ValueError for declared tile sizes
-        (thread_tile_m/n, k_step) that disagree with the builtin.
+        (thread_tile_m/n, k_step) that disagree with the builtin, for a target the builtin's
+        row does not list, and for a ``target`` that contradicts the policy's own.
     """
+    if target is not None and not isinstance(target, str):
+        raise TypeError(f"target must be a chip name (str) or None, got {type(target).__name__}")
     if isinstance(obj, Policy):
         pol = obj
     else:
@@ -162,8 +171,13 @@ def as_policy(obj) -> Policy:
                 f"{', '.join(missing)} (needs builtin, load_a, load_b, index, store_c; mma optional)"
             )
         pol = Policy(obj.builtin, obj.load_a, obj.load_b, obj.index, obj.store_c,
-                     getattr(obj, "mma", None), getattr(obj, "__name__", type(obj).__name__))
-    spec = pol.spec
+                     getattr(obj, "mma", None), getattr(obj, "__name__", type(obj).__name__),
+                     getattr(obj, "target", None))
+    if target is not None:
+        if pol.target is not None and pol.target != target:
+            raise ValueError(f"target={target!r} contradicts {pol.name or 'the policy'}'s own target {pol.target!r}")
+        pol = dataclasses.replace(pol, target=target)
+    spec = pol.spec  # ValueError for a target the row does not list
     for attr, want in (("thread_tile_m", spec.m), ("thread_tile_n", spec.n), ("k_step", spec.k)):
         got = getattr(obj, attr, want)
         if got != want:

@@ -187,17 +187,18 @@ def _store(d, *, pol: Policy, geo: Geometry):
     return out.reshape(geo.mp, geo.np_), writes.reshape(geo.mp, geo.np_), offs
 
 
-def _execute(policy, a, b, c, waves, model, prune, options):
-    pol = as_policy(policy)
+def _execute(policy, a, b, c, waves, model, prune, options, target=None):
+    pol = as_policy(policy, target)
     geo, (a_img, m_img, b_img, c_img) = _prepare(pol, a, b, c, waves, prune)
     a_r, b_r, idx, d0 = _load(a_img, m_img, b_img, c_img, pol=pol, geo=geo)
-    mma_key = Policy(pol.builtin, None, None, None, None, pol.mma)   # loaders not in the key
+    mma_key = Policy(pol.builtin, None, None, None, None, pol.mma, target=pol.target)   # loaders not in the key
     d = _mma_steps(a_r, b_r, idx, d0, mma=mma_key, model=model, options=options)
     d, writes, offs = _store(d, pol=pol, geo=geo)
     return pol, geo, d, writes, offs
 
 
-def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=None, backend=None):
+def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=None, backend=None,
+        target=None):
     """Emulate the tiled kernel of ``policy`` (module doc of `jwmma.kernel`).
 
     Args:
@@ -209,19 +210,23 @@ def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=
             (zero-padded) shapes.
         model: the arithmetic model passed to ``mma``; prune: prune a dense ``a`` first.
         options, backend: execution options (`jwmma.Options`) of the default mma.
+        target: the chip the kernel runs on, for a builtin that runs on several (CDNA3 SMFMAC:
+            'gfx942', the default, FNUZ fp8/bf8, or 'gfx950', OCP: A and B then hold that
+            chip's formats, as for `jwmma.gemm`); None: the policy's ``target``, else the
+            row's default. ValueError for a target the builtin's row does not list.
     Returns:
         D (M, N) of the accumulator dtype.
     """
-    empty = _empty(policy, a, b, c, prune)
+    empty = _empty(policy, a, b, c, prune, target)
     if empty is not None:
         return empty
-    _, geo, d, _, _ = _execute(policy, a, b, c, waves, model, prune, resolve_options(options, backend))
+    _, geo, d, _, _ = _execute(policy, a, b, c, waves, model, prune, resolve_options(options, backend), target)
     return d[: geo.m, : geo.n]
 
 
-def _empty(policy, a, b, c, prune):
+def _empty(policy, a, b, c, prune, target=None):
     """D for M = 0 or N = 0 (no wave runs: an empty D of the accumulator dtype), else None."""
-    spec = as_policy(policy).spec
+    spec = as_policy(policy, target).spec
     ops = operands.codes(spec, a, b, c, prune=prune)
     if ops.m and ops.n:
         return None
@@ -229,12 +234,13 @@ def _empty(policy, a, b, c, prune):
 
 
 def check(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=None, backend=None,
-          **gemm_kwargs):
+          target=None, **gemm_kwargs):
     """Run ``policy`` (as `run`) and compare D bit for bit with ``jwmma.gemm(a, b, c,
     builtin=policy.builtin, model=model, **gemm_kwargs)``, the independent oracle.
 
     Args:
-        policy, a, b, c, waves, model, prune, options, backend: as `run`.
+        policy, a, b, c, waves, model, prune, options, backend, target: as `run` (the
+            reference gemm runs on the same target).
         gemm_kwargs: more keywords of the reference `jwmma.gemm` call (e.g. path=).
     Returns:
         D (M, N) when all agree and store_c writes every element of D exactly once; raises
@@ -242,11 +248,12 @@ def check(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, option
         lanes, max ulp difference, first mismatches).
     """
     opts = resolve_options(options, backend)
-    empty = _empty(policy, a, b, c, prune)
+    empty = _empty(policy, a, b, c, prune, target)
     if empty is not None:
         return empty
-    pol, geo, d, writes, offs = _execute(policy, a, b, c, waves, model, prune, opts)
-    ref = gemm(a, b, c, builtin=pol.spec.name, model=model, prune=prune, options=opts, **gemm_kwargs)
+    pol, geo, d, writes, offs = _execute(policy, a, b, c, waves, model, prune, opts, target)
+    ref = gemm(a, b, c, builtin=pol.spec.name, model=model, prune=prune, options=opts, target=pol.spec.target,
+               **gemm_kwargs)
     ref_p = np.zeros((geo.mp, geo.np_), np.asarray(ref).dtype)
     ref_p[: geo.m, : geo.n] = np.asarray(ref)
     d_np = np.asarray(d).copy()

@@ -15,7 +15,8 @@ from ..isa.table import BuiltinSpec, lookup
 from ..isa.types import element_type
 
 __all__ = ["FORMATS", "FORMAT_ALIASES", "SCALINGS", "DISTRIBUTIONS", "format_dtype", "precision", "data_rng",
-           "sample", "prune_2_4_f64", "to_f32_odd", "quantise", "auto_scaling", "make_operands", "resolve_format"]
+           "sample", "prune_2_4_f64", "to_f32_odd", "quantise", "auto_scaling", "make_operands", "resolve_format",
+           "INPUT_FORMATS"]
 
 #: input format -> the gfx950 builtin used for it by default
 FORMATS = {
@@ -180,20 +181,27 @@ def make_operands(dist: str, k: int, m: int, n: int, seed: int, builtin="smfmac_
     return a_q, b_q
 
 
-def resolve_format(fmt: str) -> tuple[str, BuiltinSpec]:
+#: the float input formats a study operand may have (the gfx942 builtins' FNUZ fp8/bf8 included)
+INPUT_FORMATS = tuple(FORMATS) + ("fp8_fnuz", "bf8_fnuz")
+
+
+def resolve_format(fmt: str, target: str | None = None) -> tuple[str, BuiltinSpec]:
     """A format name ('fp8', 'bf8', 'f16', 'bf16' or an alias) or a builtin name ->
-    (format label, builtin spec). The label of a builtin with mixed inputs is 'fp8_bf8'..."""
+    (format label, builtin spec as decoded on ``target``, None: the row's default; ValueError
+    for a target the row does not list). The label of a builtin with mixed inputs is
+    'fp8_bf8'...; FNUZ inputs (gfx942) are 'fp8_fnuz', 'bf8_fnuz'."""
     key = FORMAT_ALIASES.get(str(fmt).lower(), str(fmt).lower())
     if key in FORMATS:
-        return key, lookup(FORMATS[key])
+        return key, lookup(FORMATS[key], target)
     try:
-        spec = lookup(fmt)
+        lookup(fmt)
     except (ValueError, KeyError):
         raise ValueError(
             f"unknown format or builtin {fmt!r}; formats: {', '.join(FORMATS)} (aliases "
             f"{', '.join(FORMAT_ALIASES)}), or a float builtin of jwmma.BUILTINS"
         ) from None
-    if spec.integer or spec.a_type not in FORMATS or spec.b_type not in FORMATS:
+    spec = lookup(fmt, target)
+    if spec.integer or spec.a_type not in INPUT_FORMATS or spec.b_type not in INPUT_FORMATS:
         raise ValueError(f"{spec.name} is not a floating-point builtin; the study needs one")
     label = spec.a_type if spec.a_type == spec.b_type else f"{spec.a_type}_{spec.b_type}"
     return label, spec

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .data import FORMATS, format_dtype, precision, to_f32_odd
+from .data import INPUT_FORMATS, format_dtype, precision, to_f32_odd
 
 __all__ = ["Reference", "reference"]
 
@@ -83,7 +83,8 @@ def _round_to_odd(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 def reference(a24: np.ndarray, b: np.ndarray, a_format: str | None = None, b_format: str | None = None) -> Reference:
     """The exact GEMM of quantised operands (leading batch dims allowed).
 
-    ``a_format``/``b_format`` ('fp8', 'bf8', 'f16', 'bf16') default to the operands' dtypes.
+    ``a_format``/``b_format`` ('fp8', 'bf8', 'f16', 'bf16', 'fp8_fnuz', 'bf8_fnuz') default to
+    the operands' dtypes.
     The exact sum is formed as a few error-free float64 matmuls (`_exact_parts`) added with
     `math.fsum` (hi) plus the sign of the remainder (lo), then rounded to odd in float64 and
     to float32 with RNE: a correct rounding of the exact value (float64 keeps 29 extra bits)."""
@@ -114,7 +115,7 @@ def reference(a24: np.ndarray, b: np.ndarray, a_format: str | None = None, b_for
 
 
 def _format_of(dtype) -> str:
-    for name in FORMATS:
+    for name in INPUT_FORMATS:
         if np.dtype(dtype) == format_dtype(name):
             return name
-    raise TypeError(f"no input format for dtype {dtype}; expected one of {[format_dtype(f).name for f in FORMATS]}")
+    raise TypeError(f"no input format for dtype {dtype}; expected one of {[format_dtype(f).name for f in INPUT_FORMATS]}")

@@ -62,7 +62,7 @@ def _gemm_batched(a, b, c, spec: BuiltinSpec, model, path: str, gemm_kw=None) ->
         got = aa.shape[0]
         if got < size:
             aa, bb, cc = (np.concatenate([t, np.zeros((size - got,) + t.shape[1:], t.dtype)]) for t in (aa, bb, cc))
-        d = gemm(aa, bb, cc, builtin=spec.name, model=model, path=path, **(gemm_kw or {}))
+        d = gemm(aa, bb, cc, builtin=spec.name, target=spec.target, model=model, path=path, **(gemm_kw or {}))
         out[s:s + got] = np.asarray(d)[:got]
     return out
 
@@ -88,7 +88,7 @@ def _chain(a, b, spec: BuiltinSpec, model, path: str, gemm_kw=None) -> np.ndarra
 
 
 def emulate(a24, b, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, remedy="none",
-            path: str = "matrix", gemm_kw: dict | None = None) -> np.ndarray:
+            path: str = "matrix", gemm_kw: dict | None = None, target: str | None = None) -> np.ndarray:
     """D = A24 @ B emulated with ``builtin`` under ``model``, with ``remedy`` applied.
 
     Args:
@@ -96,12 +96,13 @@ def emulate(a24, b, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, remedy="
             the batch dims must be equal).
         builtin: a name or `BuiltinSpec`; model: as `jwmma.gemm`; remedy: a `Remedy` or its
             text (`parse_remedy`); path: gemm's path; gemm_kw: more `jwmma.gemm` keywords
-            (devices, mesh, options...).
+            (devices, mesh, options...); target: the chip of a builtin named by ``builtin``
+            that runs on several (`jwmma.gemm`'s target=; a `BuiltinSpec` carries its own).
     Returns:
         (*batch, M, N) of the accumulator dtype (float32, float16 or bfloat16). The remedies' exact definitions: the module docstring of
         `jwmma.study`.
     """
-    spec = lookup(builtin) if isinstance(builtin, str) else builtin
+    spec = lookup(builtin, target) if isinstance(builtin, str) else builtin
     rem = parse_remedy(remedy)
     a24, b = np.asarray(a24), np.asarray(b)
     batch = a24.shape[:-2]
@@ -155,7 +156,7 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="pt", leave=True)
 
 
-def _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling):
+def _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling, target=None):
     """The sweep's lists, validated: (ks, [(label, model)], [(fmt, spec)], remedies, seeds)."""
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
@@ -170,7 +171,7 @@ def _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling):
     for d in dists:
         if d not in DISTRIBUTIONS:
             raise ValueError(f"unknown distribution {d!r}; valid: {', '.join(DISTRIBUTIONS)}")
-    fmts = [resolve_format(f) for f in formats]
+    fmts = [resolve_format(f, target) for f in formats]
     rems = [parse_remedy(r) for r in remedies]
     for r in rems:
         for k in ks:
@@ -259,6 +260,7 @@ def run(
     backend: str | None = None,
     share=None,
     merge_timeout: float | None = None,
+    target: str | None = None,
 ) -> Study:
     """Run a sweep.
 
@@ -280,6 +282,9 @@ def run(
             coordinator (job-array tasks); None: this process's share of a `jax.distributed`
             job (all of it in a one-process run). merge_timeout: how long process 0 of a job
             waits for the others before merging what exists (None: as long as they live).
+        target: the chip every builtin of ``formats`` runs on (None: each row's default; the
+            CDNA3 SMFMAC: 'gfx942', FNUZ fp8/bf8, their points labelled format 'fp8_fnuz'...,
+            or 'gfx950', OCP); ValueError for a builtin whose row does not list it.
     Returns:
         A `Study`.
 
@@ -293,13 +298,13 @@ def run(
     (`jwmma.study.store.merge`, ``jwmma study --merge-only``).
     """
     t_start = time.perf_counter()
-    ks, mods, fmts, rems, seed_list = _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling)
+    ks, mods, fmts, rems, seed_list = _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling, target)
     index, count = _share.resolve_share(share)
     coordinated = share is None and count > 1  # a jax.distributed job: collectives available
     gemm_kw = _share.local_gemm_kw(gemm_kw, count)
     gemm_kw.update({k: v for k, v in (("options", options), ("backend", backend)) if v is not None})
     config = dict(ks=ks, models=[lab for lab, _ in mods], dists=list(dists), formats=[f for f, _ in fmts],
-                  builtins=[s.name for _, s in fmts], remedies=[r.label for r in rems], seeds=seed_list,
+                  builtins=[s.name for _, s in fmts], targets=[s.target for _, s in fmts], remedies=[r.label for r in rems], seeds=seed_list,
                   m=m, n=n, scaling=scaling, path=path)
     if coordinated:  # the same sweep everywhere, else the assignment below would differ
         processes.agree(dict(config=config, models=[repr(mo) for _, mo in mods], jwmma=__version__,
