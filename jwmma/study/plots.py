@@ -66,19 +66,23 @@ def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), p
                     ax=None, floor: float | None = None, title: str | None = None):
     """``metric`` (mean over seeds, shaded 95% interval) against K on log-log axes, one line
     per model (and remedy), one panel per (distribution, format). Zeros are drawn at
-    ``floor`` (default: a decade below the smallest positive value) and marked as such."""
+    ``floor`` (default: a decade below the smallest positive value) as down-pointing
+    triangles, explained in the legend; a NaN (undefined) value is left out, never shown
+    at the floor. The interval is shaded where its lower end is positive (a log axis cannot
+    show 0: the shade stops there instead of dropping to the floor)."""
     plt = require_matplotlib()
     rows = [r for r in summary]
     fig, panels = _panel_axes(plt, rows, panel_by, ax)
     pos = [r[metric] for r in rows if r[metric] > 0 and np.isfinite(r[metric])]
     lo_val = floor if floor is not None else (min(pos) / 10 if pos else U32 / 10)
     for axx, key, sub in panels:
+        any_zero = False
         for label, ser in _series(sub, by).items():
             k = np.array([r["K"] for r in ser], float)
             y = np.array([r[metric] for r in ser], float)
             lo = np.array([r.get(f"{metric}_lo", r[metric]) for r in ser], float)
             hi = np.array([r.get(f"{metric}_hi", r[metric]) for r in ser], float)
-            yy = np.where(y > 0, y, lo_val)
+            yy = np.where(y > 0, y, np.where(y <= 0, lo_val, np.nan))  # NaN > 0 and NaN <= 0 are False
             line, = axx.plot(k, yy, "o-", label=label, ms=4)
             # a band whose lower end is 0 cannot be drawn on a log axis: shade only where it is
             # positive (no spurious drop to the floor)
@@ -87,10 +91,13 @@ def plot_error_vs_k(summary, metric: str = "mean_rel", by=("model", "remedy"), p
             zero = y <= 0
             if zero.any():
                 axx.plot(k[zero], yy[zero], "v", color=line.get_color(), ms=7)
+                any_zero = True
         if metric == "mean_rel" and all("rn_mean_rel" in r for r in sub):
             ks = sorted({r["K"] for r in sub})
             floor_y = [np.mean([r["rn_mean_rel"] for r in sub if r["K"] == kk]) for kk in ks]
             axx.plot(ks, floor_y, "k--", lw=1, label="correctly rounded f32 (floor)")
+        if any_zero:  # what the triangles mean (a legend entry without data)
+            axx.plot([], [], "v", color="grey", ms=7, label=f"0 (drawn at {lo_val:.0e})")
         axx.axhline(U32, color="grey", ls=":", lw=1)
         axx.text(min(r["K"] for r in sub), U32, " u = 2^-24", va="bottom",
                  fontsize=8, color="grey")
@@ -110,19 +117,23 @@ def _legend(axx):
     """The legend inside the axes for a few series, outside (right of them) for many, so that
     it never covers the data."""
     n = len(axx.get_legend_handles_labels()[0])
-    if n > 4:
-        axx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if n > 4:  # a column per 20 entries keeps a long legend within the figure's height
+        axx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=-(-n // 20))
     else:
         axx.legend(fontsize=8, loc="best")
 
 
-_METRIC_TITLE = {
+_METRIC_TITLE = {  # every metric of `stats.METRICS`, in words
     "mean_rel": "mean relative error",
     "max_rel": "max relative error",
     "fro_rel": "normwise relative error",
     "bias": "bias",
     "mean_abs_ulp": "mean |ulp error|",
+    "mean_ulp": "mean signed ulp error",
+    "max_abs_ulp": "max |ulp error|",
     "ident": "bit-identical fraction",
+    "nonfinite": "non-finite fraction",
+    "rn_mean_rel": "mean relative error of the correctly rounded result",
 }
 
 _METRIC_LABEL = {
@@ -132,6 +143,10 @@ _METRIC_LABEL = {
     "bias": "mean (d - ref) / sum|a*b|",
     "mean_abs_ulp": "mean |ulp error| (ulps of D's format)",
     "ident": "fraction bit-identical",
+    "mean_ulp": "mean (d - ref) in ulps of D's format",
+    "max_abs_ulp": "max |d - ref| in ulps of D's format",
+    "nonfinite": "fraction of outputs NaN or Inf",
+    "rn_mean_rel": "mean |rn(ref) - ref| / sum|a*b|",
 }
 
 
@@ -173,8 +188,9 @@ def plot_ident_vs_k(summary, by=("model", "remedy"), panel_by=("dist", "format")
             k = np.array([r["K"] for r in ser], float)
             y = 100 * np.array([r["ident"] for r in ser])
             line, = axx.plot(k, y, "o-", label=label, ms=4)
-            axx.fill_between(k, 100 * np.array([r["ident_lo"] for r in ser]),
-                             np.minimum(100, 100 * np.array([r["ident_hi"] for r in ser])),
+            # a fraction's interval stays within 0..100%
+            axx.fill_between(k, np.clip(100 * np.array([r["ident_lo"] for r in ser]), 0, 100),
+                             np.clip(100 * np.array([r["ident_hi"] for r in ser]), 0, 100),
                              color=line.get_color(), alpha=0.13)
         axx.set_xscale("log", base=2)
         axx.set_xlabel("K (dense GEMM depth)")
