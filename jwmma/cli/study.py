@@ -1,6 +1,7 @@
 """``jwmma study``: accumulation-error sweeps from the command line (`jwmma.study.run`)."""
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -92,6 +93,9 @@ def _local_device_kw(args) -> dict:
 
 def cmd_study(args) -> int:
     """``jwmma study``: run the sweep (or this process's share of it), print the table (or JSON)."""
+    if args.m_given is not None:  # -m is M in `jwmma gemm`; here it would be ambiguous
+        raise CliError(f"jwmma study has no -m (got -m {args.m_given}): models are --model, the output "
+                       f"size is --size MxN (in jwmma gemm, -m is M)")
     try:
         share = parse_share(args.share) if args.share else None
     except ValueError as e:
@@ -167,6 +171,7 @@ def add(subparsers) -> None:
     )
     p.add_argument("--k", metavar="LIST", help="GEMM depths: 128,1024 or 128:16384 (powers of two; "
                    "default 128:16384)")
+    p.add_argument("-m", dest="m_given", default=None, help=argparse.SUPPRESS)  # refused: see _cmd_study
     p.add_argument("--model", action="append", metavar="LIST",
                    help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain)")
     p.add_argument("--dist", action="append", metavar="LIST",
