@@ -198,6 +198,11 @@ def test_study_resolves_fnuz_builtins():
     assert (label, spec.target) == ("bf8_fp8", "gfx950")
     a, b = jwmma.study.make_operands("normal", 64, 16, 16, 0, spec)
     assert a.dtype == ml_dtypes.float8_e5m2 and b.dtype == ml_dtypes.float8_e4m3fn
+    a2, _ = jwmma.study.make_operands("normal", 64, 16, 16, 0, "smfmac_f32_16x16x64_bf8_fp8", target="gfx950")
+    assert np.array_equal(a2.view(np.uint8), a.view(np.uint8))
+    a3, b3 = jwmma.study.make_operands("normal", 64, 16, 16, 0, "smfmac_f32_16x16x64_bf8_fp8")  # gfx942
+    assert a3.dtype == ml_dtypes.float8_e5m2fnuz and b3.dtype == ml_dtypes.float8_e4m3fnuz
+    assert float(np.abs(b3.astype(np.float64)).max()) == 240.0  # row scaling to the FNUZ E4M3 max
     with pytest.raises(ValueError, match=r"target for smfmac_f32_16x16x128_fp8_fp8 must be one of \['gfx950'\]"):
         jwmma.study.resolve_format("fp8", "gfx942")
 

@@ -29,8 +29,10 @@ def check_target(spec: BuiltinSpec, target: str | None) -> BuiltinSpec:
         return spec
     if target not in spec.targets:
         one = "its only target is" if len(spec.targets) == 1 else "its targets are"
+        hint = (f"; `jwmma list --target {target}` lists the builtins that run on {target}"
+                if target in all_targets() else "")
         raise CliError(f"--target {target!r} is not a target of {spec.name}: {one} "
-                       f"{', '.join(spec.targets)} (omit --target for {spec.target})")
+                       f"{', '.join(spec.targets)} (omit --target for {spec.target}){hint}")
     return lookup(spec.name, target)
 
 

@@ -156,14 +156,15 @@ def auto_scaling(spec: BuiltinSpec, scaling: str) -> str:
 
 
 def make_operands(dist: str, k: int, m: int, n: int, seed: int, builtin="smfmac_f32_16x16x128_fp8_fp8",
-                  scaling: str = "auto"):
+                  scaling: str = "auto", target: str | None = None):
     """(A24, B): A (m, k) 2:4-pruned and B (k, n), quantised to the builtin's input types.
 
     Pipeline: float64 samples -> prune A 2:4 (float64) -> scale (A per row, B per column for
     'row'; 'auto' = 'row' for 8-bit inputs, 'none' for f16/bf16) -> RNE to the format
     (`quantise`).
-    The raw data depend only on (seed, dist, k, m, n)."""
-    spec = lookup(builtin) if isinstance(builtin, str) else builtin
+    The raw data depend only on (seed, dist, k, m, n). ``builtin``: a name (decoded on
+    ``target``, None: the row's default; gfx942's fp8/bf8 are FNUZ) or a `BuiltinSpec`."""
+    spec = lookup(builtin, target) if isinstance(builtin, str) else builtin
     scaling = auto_scaling(spec, scaling)
     a = sample(dist, (m, k), data_rng(seed, dist, k, m, n, "a"))
     b = sample(dist, (k, n), data_rng(seed, dist, k, m, n, "b"))
