@@ -119,7 +119,8 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print, target=No
              and (target is None or target in spec_of(c[0]).targets)]
     results = []
     on = "" if target is None else f", the builtins of {target} decoded there"
-    out(f"jwmma demo: {waves} waves per builtin, seed {seed}, {jax.device_count()} {jax.default_backend()} device(s){on}")
+    out(f"jwmma demo: {waves} waves per builtin, seed {seed}, {jax.device_count()} {jax.default_backend()} "
+        f"device(s){on}")
     out("data: A ~ N(0,1) pruned 2:4 (prune_2_4, compress_2_4; wmma_*: dense A), B, C ~ N(0,1); integers uniform, "
         "C over all of int32")
     out("reference: numpy D = C + A24 @ B in float64 rounded once to f32 (integers: int64, wrapped or clamped)")
@@ -187,7 +188,8 @@ def cmd_demo(args) -> int:
     if target is not None:
         known = all_targets()
         if target not in known:
-            raise CliError(f"--target must be one of {', '.join(known)} (the chips of the table's rows), got {target!r}")
+            raise CliError(f"--target must be one of {', '.join(known)} (the chips of the table's rows), "
+                           f"got {target!r}")
         for name in only or ():
             spec_of(name, target)  # a builtin named by --builtin must run on --target
     t0 = time.perf_counter()

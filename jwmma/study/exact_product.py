@@ -118,4 +118,5 @@ def _format_of(dtype) -> str:
     for name in INPUT_FORMATS:
         if np.dtype(dtype) == format_dtype(name):
             return name
-    raise TypeError(f"no input format for dtype {dtype}; expected one of {[format_dtype(f).name for f in INPUT_FORMATS]}")
+    raise TypeError(f"no input format for dtype {dtype}; expected one of "
+                    f"{[format_dtype(f).name for f in INPUT_FORMATS]}")

@@ -304,7 +304,8 @@ def run(
     gemm_kw = _share.local_gemm_kw(gemm_kw, count)
     gemm_kw.update({k: v for k, v in (("options", options), ("backend", backend)) if v is not None})
     config = dict(ks=ks, models=[lab for lab, _ in mods], dists=list(dists), formats=[f for f, _ in fmts],
-                  builtins=[s.name for _, s in fmts], targets=[s.target for _, s in fmts], remedies=[r.label for r in rems], seeds=seed_list,
+                  builtins=[s.name for _, s in fmts], targets=[s.target for _, s in fmts],
+                  remedies=[r.label for r in rems], seeds=seed_list,
                   m=m, n=n, scaling=scaling, path=path)
     if coordinated:  # the same sweep everywhere, else the assignment below would differ
         processes.agree(dict(config=config, models=[repr(mo) for _, mo in mods], jwmma=__version__,
