@@ -5,11 +5,12 @@ numpy only (matplotlib, optional, for `plot`): nothing here computes arithmetic 
 """
 from __future__ import annotations
 
-from . import conventions, layouts, table, types, view
-from .table import BUILTINS, BuiltinSpec, Family, IndexRule, Operand, lookup
+from . import conventions, layouts, records, table, types, view
+from .records import BuiltinSpec, Family, IndexRule, Operand
+from .table import BUILTINS, lookup
 from .types import TYPES, ElementType, Storage, element_type
 
 __all__ = [
-    "conventions", "layouts", "table", "types", "view", "BUILTINS", "BuiltinSpec", "Family", "IndexRule",
+    "conventions", "layouts", "records", "table", "types", "view", "BUILTINS", "BuiltinSpec", "Family", "IndexRule",
     "Operand", "lookup", "TYPES", "ElementType", "Storage", "element_type",
 ]

@@ -98,7 +98,7 @@ def signature(spec) -> str:
     """The HIP prototype of a builtin, as the seed pages print it.
 
     Args:
-        spec: a `jwmma.isa.table.BuiltinSpec`.
+        spec: a `jwmma.isa.records.BuiltinSpec`.
     Returns:
         e.g. ``'v8float __builtin_amdgcn_swmmac_f32_16x16x32_f16_w32(v8half A, v16half B,
         v8float C, int index)'``.
