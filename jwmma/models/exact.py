@@ -25,7 +25,7 @@ from .specials import specials_shortcut
 #: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
 _DOTS_BLOCK_ELEMS = 2**24
 
-__all__ = ["Exact", "exact_sum_bits", "band_sums_bits", "one_band"]
+__all__ = ["Exact", "exact_sum_bits", "band_sums_bits", "one_band", "limbs_plus_c"]
 
 
 def _plan(ctx: Context, k: int):
@@ -87,23 +87,7 @@ def band_sums_bits(sums, c_fields, ctx: Context, k: int):
     for j, s in enumerate(sums):
         grid = g["emin"] - g["mab"] + j * w
         limbs[t + j] = limbs[t + j] + (s * pow2_f64(-grid)).astype(jnp.int64)
-    # C = +-csig * 2**(ec - mbits), placed on the limb grid (it spans at most 3 limbs)
-    csig = c_fields.sig.astype(jnp.int64)
-    off = (c_fields.exp - fc.mbits - g0).astype(jnp.int64)
-    off = jnp.where(csig == 0, 0, off)
-    li, r = off // w, off % w
-    v = csig << r
-    parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
-    cneg = c_fields.sign == 1
-    for q in range(nl):
-        add = zero
-        for d, part in enumerate(parts):
-            add = add + jnp.where(li + d == q, part, 0)
-        limbs[q] = limbs[q] + jnp.where(cneg, -add, add)
-    limbs, carry = _normalize(limbs, w)
-    neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
-    limbs[-1] = limbs[-1] + (carry << w)
-    limbs, _ = _normalize([jnp.where(neg, -x, x) for x in limbs], w)
+    limbs, neg = limbs_plus_c(limbs, c_fields.sign, c_fields.sig, c_fields.exp, fc, g0, w)
     stack = jnp.stack(limbs, axis=-1)  # (..., N, nl), each in [0, 2**w)
     nz = stack != 0
     idx = jnp.arange(nl)
@@ -124,6 +108,43 @@ def band_sums_bits(sums, c_fields, ctx: Context, k: int):
     is_zero = h < 0
     bits = round_to_format(neg.astype(jnp.int32), jnp.where(is_zero, 0, mag), scale, fc, sticky)
     return bits, is_zero
+
+
+def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int):
+    """The exact sum of the limbs and C, as a sign and magnitude limbs (`band_sums_bits`).
+
+    Args:
+        limbs: a list of int64 arrays (all of one shape), limb q on the grid 2**(g0 + q w)
+            (`band_plan`), with headroom above the sum.
+        c_sign, c_sig, c_exp: C's fields, finite (NaN/Inf given as sig 0):
+            C = (-1)**c_sign * c_sig * 2**(c_exp - fc.mbits).
+        fc: C's `FloatFormat`; g0, w: the grid of `band_plan`.
+    Returns:
+        (limbs, neg): the magnitude as limbs in [0, 2**w) on the same grid, and a bool array
+        (True: the sum is negative). Plain jnp operations on a list of arrays, so the Pallas
+        kernel of this model (`jwmma.backends.pallas.exact`) runs the same code.
+    """
+    nl = len(limbs)
+    zero = jnp.zeros(limbs[0].shape, jnp.int64)
+    limbs = list(limbs)
+    # C = +-csig * 2**(ec - mbits), placed on the limb grid (it spans at most 3 limbs)
+    csig = c_sig.astype(jnp.int64)
+    off = (c_exp - fc.mbits - g0).astype(jnp.int64)
+    off = jnp.where(csig == 0, 0, off)
+    li, r = off // w, off % w
+    v = csig << r
+    parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
+    cneg = c_sign == 1
+    for q in range(nl):
+        add = zero
+        for d, part in enumerate(parts):
+            add = add + jnp.where(li + d == q, part, 0)
+        limbs[q] = limbs[q] + jnp.where(cneg, -add, add)
+    limbs, carry = _normalize(limbs, w)
+    neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
+    limbs[-1] = limbs[-1] + (carry << w)
+    limbs, _ = _normalize([jnp.where(neg, -x, x) for x in limbs], w)
+    return limbs, neg
 
 
 def _normalize(limbs, w):

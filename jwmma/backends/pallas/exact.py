@@ -26,7 +26,7 @@ from jax import lax
 
 from ...numerics.formats import BF16, F32
 from ...models.base import Context
-from ...models.exact import Exact, band_plan
+from ...models.exact import Exact, band_plan, limbs_plus_c
 from ...numerics.rounding import fields_to_f64, pow2_f64
 
 from . import kernel_lib as kl
@@ -143,22 +143,7 @@ def _limb_sum(g, ctx: Context, view, acc, kc: int):
         limbs[t + j] = limbs[t + j] + (bands[j] * pow2_f64(jnp.int64(-grid))).astype(jnp.int64)
     cfin_sig = jnp.where(cf.nan | cf.inf, 0, cf.sig)
     cfin_exp = jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp)
-    csig = cfin_sig.astype(jnp.int64)
-    off = (cfin_exp - fc.mbits - g0).astype(jnp.int64)
-    off = jnp.where(csig == 0, 0, off)
-    li, r = off // w, off % w
-    v = csig << r
-    parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
-    cneg = cf.sign == 1
-    for q in range(nl):
-        add = zero
-        for d, part in enumerate(parts):
-            add = add + jnp.where(li + d == q, part, 0)
-        limbs[q] = limbs[q] + jnp.where(cneg, -add, add)
-    limbs, carry = _normalize(limbs, w)
-    neg = carry < 0
-    limbs[-1] = limbs[-1] + (carry << w)
-    limbs, _ = _normalize([jnp.where(neg, -x, x) for x in limbs], w)
+    limbs, neg = limbs_plus_c(limbs, cf.sign, cfin_sig, cfin_exp, fc, g0, w)
     h = jnp.full(shape, -1, jnp.int32)
     for q in range(nl):
         h = jnp.where(limbs[q] != 0, q, h)
@@ -184,12 +169,3 @@ def _limb_sum(g, ctx: Context, view, acc, kc: int):
     bits = jnp.where(any_nan | (pinf & ninf), fc.qnan, bits)
     return bits.astype(jnp.int32)
 
-
-def _normalize(limbs, w):
-    mask = (1 << w) - 1
-    out, carry = [], jnp.zeros_like(limbs[0])
-    for x in limbs:
-        v = x + carry
-        out.append(v & mask)
-        carry = v >> w
-    return out, carry
