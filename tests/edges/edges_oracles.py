@@ -2,10 +2,11 @@
 
 Everything here is written from the specifications, slow and obvious:
 
-* the builtin table and register layouts: /work/shared/spec/BUILTINS.md sections 1, 2.1-2.2
-  (RDNA4) and 4.1-4.2 (CDNA4), transcribed as formulas;
-* registers <-> matrices: BUILTINS.md section 1 (little-endian packing of 16/8/4-bit
-  elements into 32-bit words) and the index rule bits [s+2e+1 : s+2e];
+* the builtin table, register layouts, index sets, number formats and the `exact` dot are the
+  oracles' (`tests/oracles/reference.py`, `tests/oracles/formats.py`: BUILTINS.md sections 1,
+  2.1-2.2, 4.1-4.2; NUMERICS.md sections 0 and 3), named here as this suite uses them;
+* registers <-> matrices, batched over waves: BUILTINS.md section 1 (little-endian packing of
+  16/8/4-bit elements into 32-bit words) and the index rule bits [s+2e+1 : s+2e];
 * arithmetic: the `exact` model of NUMERICS.md section 0 (exact products, exact sum with C,
   one round-to-nearest-even into the destination format with gradual underflow, overflow to
   Inf, IEEE special values, an exact zero is +0 unless every product and C are -0), and the
@@ -21,21 +22,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import sys
 from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
 
+_TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, home of the oracles
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+from oracles import formats as _f  # noqa: E402
+from oracles import reference as _r  # noqa: E402
+
 # ------------------------------------------------------------------------------ formats
 #: element formats: (exponent bits, mantissa bits, bias, has_inf, numpy dtype)
-FLOAT_FORMATS = {
-    "f32": (8, 23, 127, True, np.dtype(np.float32)),
-    "f16": (5, 10, 15, True, np.dtype(np.float16)),
-    "bf16": (8, 7, 127, True, np.dtype(ml_dtypes.bfloat16)),
-    "fp8": (4, 3, 7, False, np.dtype(ml_dtypes.float8_e4m3fn)),   # OCP E4M3FN (gfx950, gfx12)
-    "bf8": (5, 2, 15, True, np.dtype(ml_dtypes.float8_e5m2)),     # OCP E5M2
-}
-ELEM_BITS = {"f32": 32, "i32": 32, "f16": 16, "bf16": 16, "fp8": 8, "bf8": 8, "iu8": 8, "i8": 8, "iu4": 4}
+FLOAT_FORMATS = {f.name: (f.ebits, f.mbits, f.bias, f.has_inf, np.dtype(f.dtype))
+                 for f in (_f.F32, _f.F16, _f.BF16, _f.FP8, _f.BF8)}  # fp8, bf8: OCP E4M3FN, E5M2
+ELEM_BITS = {"f32": 32, "i32": 32, **_r.ELEM_BITS}
 UINT_OF_WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -47,112 +51,33 @@ def float_bits(x) -> np.ndarray:
 
 def decode(fmt: str, code: int):
     """Bit pattern -> ('nan',) | ('inf', sign) | ('num', Fraction, sign_bit)."""
-    ebits, mbits, bias, has_inf, _ = FLOAT_FORMATS[fmt]
-    total = 1 + ebits + mbits
-    code &= (1 << total) - 1
-    sign = code >> (total - 1)
-    e = (code >> mbits) & ((1 << ebits) - 1)
-    m = code & ((1 << mbits) - 1)
-    emax_field = (1 << ebits) - 1
-    if has_inf and e == emax_field:
-        return ("nan",) if m else ("inf", sign)
-    if not has_inf and e == emax_field and m == (1 << mbits) - 1:  # E4M3FN: S.1111.111 is NaN
-        return ("nan",)
-    if e == 0:
-        mag = Fraction(m, 1 << mbits) * Fraction(2) ** (1 - bias)
-    else:
-        mag = Fraction((1 << mbits) | m, 1 << mbits) * Fraction(2) ** (e - bias)
-    return ("num", -mag if sign else mag, sign)
-
-
-def round_to(fmt: str, value: Fraction) -> int:
-    """Round-to-nearest-even of a (nonzero or zero) rational into ``fmt`` bits (+0 for 0).
-    Gradual underflow; overflow to Inf (the formats used as destinations all have Inf)."""
-    ebits, mbits, bias, has_inf, _ = FLOAT_FORMATS[fmt]
-    assert has_inf
-    sign = 1 if value < 0 else 0
-    mag = -value if sign else value
-    sbit = sign << (ebits + mbits)
-    if mag == 0:
-        return sbit
-    emin = 1 - bias
-    # exponent of the leading bit
-    e = mag.numerator.bit_length() - mag.denominator.bit_length()
-    if Fraction(2) ** e > mag:
-        e -= 1
-    e = max(e, emin)
-    q = e - mbits  # quantum
-    scaled = mag / Fraction(2) ** q
-    sig = scaled.numerator // scaled.denominator
-    rem = scaled - sig
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and sig % 2 == 1):
-        sig += 1
-    if sig == 1 << (mbits + 1):
-        sig >>= 1
-        e += 1
-    if sig >= 1 << mbits:
-        field = e + bias
-        if field >= (1 << ebits) - 1:
-            return sbit | (((1 << ebits) - 1) << mbits)  # Inf
-        return sbit | (field << mbits) | (sig - (1 << mbits))
-    return sbit | sig  # subnormal (e == emin)
+    kind, sign, value = _r.decode(_f.FMTS[fmt], int(code))
+    return ("nan",) if kind == "nan" else ("inf", sign) if kind == "inf" else ("num", value, sign)
 
 
 def qnan_like(fmt: str) -> int:
-    ebits, mbits, *_ = FLOAT_FORMATS[fmt]
-    return (((1 << ebits) - 1) << mbits) | (1 << (mbits - 1))
+    """The canonical quiet NaN of ``fmt`` (fp8 E4M3FN: 0x7F, its only positive NaN)."""
+    return _f.qnan(_f.FMTS[fmt])
 
 
 def is_nan_bits(fmt: str, code: int) -> bool:
-    return decode(fmt, code)[0] == "nan"
+    return _f.is_nan(int(code), _f.FMTS[fmt])
 
 
 # ------------------------------------------------------------------------------ table
 @dataclasses.dataclass(frozen=True)
-class Builtin:
-    """One row of BUILTINS.md 2.1 / 4.1, with what the formulas of 2.2 / 4.2 need."""
-
-    name: str
-    arch: str          # "gfx12" | "gfx950"
-    m: int
-    n: int
-    k: int             # dense K
-    a_type: str
-    b_type: str
-    c_type: str
-    na: int            # stored A elements per lane
-    nb: int            # B elements per lane
-    nc: int            # C/D elements per lane
+class Builtin(_r.Ref):
+    """One row of BUILTINS.md 2.1 / 4.1 (`oracles.reference.Ref`: table facts, layouts, index
+    sets), with the names this suite uses (``k``: dense K; ``regs``: HIP vector lengths) and
+    the register dtypes jwmma accepts."""
 
     @property
-    def wave(self):
-        return 32 if self.arch == "gfx12" else 64
-
-    @property
-    def kc(self):
-        return self.k // 2
-
-    @property
-    def integer(self):
-        return self.c_type == "i32"
-
-    @property
-    def signed_choice(self):
-        return self.a_type in ("iu8", "iu4")
-
-    @property
-    def index_sets(self):
-        """Bit offsets s of the index sets."""
-        if self.arch == "gfx12":
-            return (0,) if self.k == 64 else (0, 16)     # iu4 16x16x64: one 32-bit set
-        return (0, 16) if ELEM_BITS[self.a_type] == 16 else (0,)
+    def k(self):
+        return self.kd
 
     def regs(self, which: str) -> int:
         """HIP vector length n of operand a/b/c."""
-        t = getattr(self, f"{which}_type")
-        elems = getattr(self, f"n{which}")
-        bits = ELEM_BITS[t]
-        return elems if bits >= 16 else elems * bits // 32
+        return self.vec(which)
 
     def reg_dtypes(self, which: str):
         """Accepted register dtypes, the canonical one (API.md section 1) first; the others
@@ -172,105 +97,21 @@ class Builtin:
         return (np.dtype(ml_dtypes.bfloat16), np.dtype(np.int16), np.dtype(np.uint16))
 
 
-def _table():
-    rows = []
-    r4 = [
-        ("swmmac_f32_16x16x32_f16_w32", "f16", "f16", "f32", 32),
-        ("swmmac_f32_16x16x32_bf16_w32", "bf16", "bf16", "f32", 32),
-        ("swmmac_f16_16x16x32_f16_w32", "f16", "f16", "f16", 32),
-        ("swmmac_bf16_16x16x32_bf16_w32", "bf16", "bf16", "bf16", 32),
-        ("swmmac_i32_16x16x32_iu8_w32", "iu8", "iu8", "i32", 32),
-        ("swmmac_i32_16x16x32_iu4_w32", "iu4", "iu4", "i32", 32),
-        ("swmmac_i32_16x16x64_iu4_w32", "iu4", "iu4", "i32", 64),
-        ("swmmac_f32_16x16x32_fp8_fp8_w32", "fp8", "fp8", "f32", 32),
-        ("swmmac_f32_16x16x32_fp8_bf8_w32", "fp8", "bf8", "f32", 32),
-        ("swmmac_f32_16x16x32_bf8_fp8_w32", "bf8", "fp8", "f32", 32),
-        ("swmmac_f32_16x16x32_bf8_bf8_w32", "bf8", "bf8", "f32", 32),
-    ]
-    for name, at, bt, ct, k in r4:
-        na = 16 if k == 64 else 8
-        nb = 32 if k == 64 else 16
-        rows.append(Builtin(name, "gfx12", 16, 16, k, at, bt, ct, na, nb, 8))
-    c4 = [("smfmac_f32_16x16x64_f16", "f16", "f16", 16, 64), ("smfmac_f32_32x32x32_f16", "f16", "f16", 32, 32),
-          ("smfmac_f32_16x16x64_bf16", "bf16", "bf16", 16, 64), ("smfmac_f32_32x32x32_bf16", "bf16", "bf16", 32, 32)]
-    c4 += [("smfmac_i32_16x16x128_i8", "i8", "i8", 16, 128), ("smfmac_i32_32x32x64_i8", "i8", "i8", 32, 64)]
-    for a in ("fp8", "bf8"):
-        for b in ("fp8", "bf8"):
-            c4.append((f"smfmac_f32_16x16x128_{a}_{b}", a, b, 16, 128))
-            c4.append((f"smfmac_f32_32x32x64_{a}_{b}", a, b, 32, 64))
-    for name, at, bt, m, k in c4:
-        bits = ELEM_BITS[at]
-        na = 8 if bits == 16 else 16
-        nb = 2 * na
-        ct = "i32" if at == "i8" else "f32"
-        rows.append(Builtin(name, "gfx950", m, m, k, at, bt, ct, na, nb, 4 if m == 16 else 16))
-    return {r.name: r for r in rows}
-
-
-TABLE = _table()
+TABLE = {name: Builtin(name) for name in _r.NAMES}
 NAMES = tuple(TABLE)
 
 
 # ------------------------------------------------------------------------------ layouts
-def a_layout(bt: Builtin) -> np.ndarray:
-    """[lane, e] -> (row i, compressed column c) (BUILTINS.md 2.2 / 4.2)."""
-    out = np.zeros((bt.wave, bt.na, 2), np.int64)
-    for lane in range(bt.wave):
-        for e in range(bt.na):
-            if bt.arch == "gfx12":
-                h, r = lane // 16, lane % 16
-                if ELEM_BITS[bt.a_type] == 16:
-                    c = 8 * (e // 4) + 4 * h + e % 4
-                else:
-                    c = bt.na * h + e
-                out[lane, e] = (r, c)
-            else:
-                g, r = lane // bt.m, lane % bt.m
-                out[lane, e] = (r, bt.na * g + e)
-    return out
-
-
-def b_layout(bt: Builtin) -> np.ndarray:
-    """[lane, f] -> (dense k, column j)."""
-    out = np.zeros((bt.wave, bt.nb, 2), np.int64)
-    for lane in range(bt.wave):
-        for f in range(bt.nb):
-            if bt.arch == "gfx12":
-                h, r = lane // 16, lane % 16
-                if ELEM_BITS[bt.b_type] == 16:
-                    k = 16 * (f // 8) + 8 * h + f % 8
-                else:
-                    k = bt.nb * h + f
-                out[lane, f] = (k, r)
-            else:
-                g, r = lane // bt.m, lane % bt.m
-                half = bt.nb // 2
-                k = (f // half) * (bt.k // 2) + half * g + f % half
-                out[lane, f] = (k, r)
-    return out
-
-
-def c_layout(bt: Builtin) -> np.ndarray:
-    """[lane, t] -> (row i, column j)."""
-    out = np.zeros((bt.wave, bt.nc, 2), np.int64)
-    for lane in range(bt.wave):
-        for t in range(bt.nc):
-            if bt.arch == "gfx12":
-                h, r = lane // 16, lane % 16
-                out[lane, t] = (8 * h + t, r)
-            elif bt.m == 16:
-                out[lane, t] = (4 * (lane // 16) + t, lane % 16)
-            else:
-                out[lane, t] = (8 * (t // 4) + 4 * (lane // 32) + t % 4, lane % 32)
-    return out
-
-
 _LAYOUTS = {}
 
 
 def layouts(bt: Builtin):
+    """(A, B, C) layout arrays (lanes, n, 2): [lane, element] -> matrix (row, column), from the
+    reference's coordinates (BUILTINS.md 2.2 / 4.2)."""
     if bt.name not in _LAYOUTS:
-        _LAYOUTS[bt.name] = (a_layout(bt), b_layout(bt), c_layout(bt))
+        _LAYOUTS[bt.name] = tuple(
+            np.array([[bt.coord(w, lane, x) for x in range(bt.elems(w))] for lane in range(bt.wave)], np.int64)
+            for w in "abc")
     return _LAYOUTS[bt.name]
 
 
@@ -366,64 +207,13 @@ def unpack_index(bt: Builtin, idx, s: int = 0) -> np.ndarray:
 
 
 # ------------------------------------------------------------------- exact arithmetic
-_NUM_CACHE: dict = {}
-
-
-def _decoded(fmt, code):
-    key = (fmt, int(code))
-    got = _NUM_CACHE.get(key)
-    if got is None:
-        got = _NUM_CACHE[key] = decode(fmt, int(code))
-    return got
-
-
 def exact_dot(fa: str, fb: str, fc: str, a_codes, b_codes, c_code) -> int:
-    """RN_fc(c + sum_k a_k * b_k) with IEEE specials (NUMERICS.md 0, the `exact` model).
-    a_codes, b_codes: sequences of bit patterns; c_code: the accumulator's bits."""
-    nan = False
-    pinf = ninf = False
-    total = Fraction(0)
-    all_neg_zero = True
-    for ac, bc in zip(a_codes, b_codes):
-        x, y = _decoded(fa, ac), _decoded(fb, bc)
-        if x[0] == "nan" or y[0] == "nan":
-            nan = True
-            continue
-        if x[0] == "inf" or y[0] == "inf":
-            other = y if x[0] == "inf" else x
-            if other[0] == "num" and other[1] == 0:
-                nan = True  # Inf * 0
-                continue
-            s = (x[1] if x[0] == "inf" else x[2]) ^ (y[1] if y[0] == "inf" else y[2])
-            if s:
-                ninf = True
-            else:
-                pinf = True
-            continue
-        p = x[1] * y[1]
-        total += p
-        if not (p == 0 and (x[2] ^ y[2]) == 1):
-            all_neg_zero = False
-    c = _decoded(fc, c_code)
-    if c[0] == "nan":
-        nan = True
-    elif c[0] == "inf":
-        if c[1]:
-            ninf = True
-        else:
-            pinf = True
-    else:
-        total += c[1]
-        if not (c[1] == 0 and c[2] == 1):
-            all_neg_zero = False
-    if nan or (pinf and ninf):
-        return -1  # NaN (compared by NaN-ness)
-    ebits, mbits, *_ = FLOAT_FORMATS[fc]
-    if pinf or ninf:
-        return ((1 if ninf else 0) << (ebits + mbits)) | (((1 << ebits) - 1) << mbits)
-    if total == 0:
-        return (1 << (ebits + mbits)) if all_neg_zero else 0
-    return round_to(fc, total)
+    """RN_fc(c + sum_k a_k * b_k) with IEEE specials (NUMERICS.md 0, the `exact` model:
+    `oracles.reference.float_dot_bits`). a_codes, b_codes: sequences of bit patterns; c_code:
+    the accumulator's bits. Returns the bits, -1 for NaN (compared by NaN-ness)."""
+    f = _f.FMTS
+    out = _r.float_dot_bits(f[fc], f[fa], f[fb], f[fc], zip(a_codes, b_codes), int(c_code))
+    return -1 if _f.is_nan(out, f[fc]) else out
 
 
 def builtin_reference(bt: Builtin, a_regs, b_regs, c_regs, idx, *, s=0, a_signed=True, b_signed=True,
@@ -473,9 +263,7 @@ def gemm_step_reference(bt, A, P, B, C, *, a_signed=True, b_signed=True, clamp=F
 
 
 def wrap_or_clamp(v: int, clamp: bool) -> int:
-    if clamp:
-        return max(-(2**31), min(2**31 - 1, v))
-    return (v + 2**31) % 2**32 - 2**31
+    return _f.sat32(v) if clamp else _f.wrap32(v)
 
 
 # ------------------------------------------------------------------------- 2:4 helpers

@@ -18,9 +18,9 @@ import numpy as np
 
 from . import sib_formats as F
 from . import sib_layouts as L
+from .formats import I32_MAX, I32_MIN, sat32, wrap32  # noqa: F401  (the oracles' integer rules)
+from .formats import int_decode as int_value
 from .sib_table import ROWS, Row, vec_elem_bits, vec_len
-
-I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 
 def _row(name) -> Row:
@@ -119,19 +119,6 @@ def unpack(name, which, regs) -> list:
 
 
 # =========================================================================== arithmetic
-def int_value(code: int, bits: int, signed: bool) -> int:
-    code &= (1 << bits) - 1
-    return code - (1 << bits) if signed and code >> (bits - 1) else code
-
-
-def wrap32(x: int) -> int:
-    return ((x + 2**31) % 2**32) - 2**31
-
-
-def sat32(x: int) -> int:
-    return max(I32_MIN, min(I32_MAX, x))
-
-
 def _target_formats(r: Row, target: str):
     if target not in r.targets:
         raise ValueError(f"target must be one of {r.targets} for {r.name}, got {target!r}")
