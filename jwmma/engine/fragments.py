@@ -22,8 +22,8 @@ from .validation import as_array, check_bool_kw, check_last_dims, check_static_i
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
-    "regs_to_codes", "codes_to_regs", "value_codes", "codes_to_values", "lanes_to_matrix", "matrix_to_lanes",
-    "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
+    "regs_to_codes", "codes_to_regs", "value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values",
+    "lanes_to_matrix", "matrix_to_lanes", "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
 ]
 
 
@@ -149,6 +149,13 @@ def value_codes(type_name: str, x, what: str, builtin: str | None = None, *, che
         int32 codes (floats: bit patterns; integers: the values). TypeError/ValueError with
         a conversion hint on a wrong dtype or range.
     """
+    return to_codes(type_name, check_value_input(type_name, x, what, builtin, check=check, lohi=lohi))
+
+
+def check_value_input(type_name: str, x, what: str, builtin: str | None = None, *, check: bool = False,
+                      lohi: tuple | None = None):
+    """The checks of `value_codes` (dtype; integer range), without converting: ``x`` as an
+    array. For callers that convert later, block by block (`jwmma.gemm`)."""
     t = element_type(type_name)
     x = as_array(x, what)
     if t.is_float:
@@ -163,14 +170,39 @@ def value_codes(type_name: str, x, what: str, builtin: str | None = None, *, che
                        f"convert it first, e.g. {what}.astype({mod}.{want.name}) or "
                        f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)")
             raise TypeError(msg)
-        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[want.itemsize]
-        return lax.bitcast_convert_type(jnp.asarray(x), width).astype(jnp.int32)
+        return x
     if not jnp.issubdtype(x.dtype, jnp.integer):
         where = f"a {type_name} operand" if builtin is None else f"{builtin} ({type_name} operand)"
         raise TypeError(f"{what} must hold integers for {where}, got {x.dtype}")
     lo, hi = t.range if lohi is None else lohi
     check_values(x, lo, hi, what, check)
-    return jnp.asarray(x).astype(jnp.int32)
+    return x
+
+
+def to_codes(type_name: str, x) -> jnp.ndarray:
+    """Values already checked by `check_value_input` -> int32 codes (floats: bit patterns;
+    integers: the values; traced unchecked integers keep their low 32 bits). Floats may also
+    come as their bit patterns (unsigned ints of the format's width, `storage_bits`)."""
+    t = element_type(type_name)
+    x = jnp.asarray(x)
+    if t.is_float and np.dtype(x.dtype) == t.format.dtype:
+        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[t.format.dtype.itemsize]
+        return lax.bitcast_convert_type(x, width).astype(jnp.int32)
+    return x.astype(jnp.int32)
+
+
+def storage_bits(x):
+    """A float array as the bit patterns of its elements (unsigned ints of its width; a free
+    view for numpy arrays, one bit cast for JAX arrays); any other array as it is. XLA's CPU
+    backend widens fp8 operands to f16 before a bit cast that reads them, so whole-GEMM inputs
+    enter the compiled loop as bits."""
+    d = np.dtype(x.dtype)
+    if not jnp.issubdtype(d, jnp.floating):
+        return x
+    width = np.dtype(f"u{d.itemsize}")
+    if isinstance(x, np.ndarray):
+        return x.view(width)
+    return lax.bitcast_convert_type(x, width)
 
 
 def codes_to_values(type_name: str, codes, signed: bool = True) -> jnp.ndarray:

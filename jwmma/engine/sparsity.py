@@ -23,7 +23,7 @@ from ..numerics.formats import F32, format_of, decode
 from ..numerics.rounding import fields_to_f64, round_f64, x64_scope
 from .validation import as_array, check_bool_kw, check_values, fail_if, is_concrete as jax_concrete
 
-__all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES"]
+__all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES", "check_2_4", "compress_groups"]
 
 #: the pruning rules of `prune_2_4`
 RULES = ("largest", "hipsparselt")
@@ -205,13 +205,79 @@ def compress_2_4(a24, *, what: str = "a24"):
         return values, pos
 
 
+def check_2_4(a24, *, what: str = "a24") -> None:
+    """Raise the ValueError of `compress_2_4` where ``a24`` (..., K), K divisible by 4, is not
+    2:4 sparse, without compressing it: concrete input is summarised by one fused reduction
+    (three scalars come back, no temporary of A's size; numpy floats are read as their bits,
+    so XLA's CPU backend does not widen fp8 to f16 for it); traced input is checked when the
+    computation runs, as `compress_2_4` checks it. For callers that compress later, block by
+    block (`jwmma.gemm`, `compress_groups`)."""
+    x = as_array(a24, what)
+    if x.ndim < 1 or x.shape[-1] % 4:
+        raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
+    if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
+        raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
+    if x.size == 0:
+        return
+    with x64_scope():
+        if jax_concrete(x):
+            float_bits = isinstance(x, np.ndarray) and _is_float(x.dtype)
+            if float_bits:
+                x = x.view(f"u{x.dtype.itemsize}")
+            groups = x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
+            total, first, nonzeros = _summary_2_4(groups, float_bits)
+            if int(total):
+                first = tuple(int(i) for i in np.unravel_index(int(first), groups.shape[:-1]))
+                raise ValueError(_message_2_4(what, first, int(nonzeros), int(total)))
+            return
+        _, g = _groups(x, what)
+        count = _compress(g)[2]
+        fail_if(count > 2, _describe_2_4(what), count,
+                describe_first=lambda total, first, nonzeros: _message_2_4(what, first, nonzeros, total))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _summary_2_4(g, float_bits: bool):
+    """(groups with more than two non-zeros, flat index of the first, its non-zero count)."""
+    def nonzero(x):
+        if float_bits:
+            return (x & ((1 << (np.dtype(x.dtype).itemsize * 8 - 1)) - 1)) != 0
+        return _nonzero(x)
+
+    bad = (nonzero(g).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
+    first = jnp.argmax(bad)
+    return jnp.sum(bad, dtype=jnp.int32), first, nonzero(g.reshape(-1, 4)[first]).sum(dtype=jnp.int32)
+
+
+def compress_groups(a24, *, float_bits: bool = False):
+    """`compress_2_4` without its check, for traced code that checked ``a24`` already
+    (`check_2_4`): (values, positions int32) of a (..., K) array, K divisible by 4. Groups with
+    more than two non-zeros keep their first two (undefined for a caller that did not check).
+    ``float_bits``: ``a24`` holds the bit patterns of floats as unsigned ints of their width
+    (-0 counts as zero; the values come back as bits): no float operation at all, so XLA's CPU
+    backend does not widen a whole fp8 operand to f16 for it."""
+    g = a24.reshape(*a24.shape[:-1], a24.shape[-1] // 4, 4)
+    if float_bits:
+        width = np.dtype(g.dtype).itemsize * 8
+        values, pos, _ = _compress_core(g, (g & ((1 << (width - 1)) - 1)) != 0)
+        return values, pos
+    values, pos, _ = _compress(g)
+    return values, pos
+
+
 @jax.jit
 def _compress(g):
     """(values, positions, non-zero count per group) of groups (..., G, 4): one fused program
     (no eager temporaries of A's size)."""
-    nz = _nonzero(g)
+    if _is_float(g.dtype):
+        values, pos, count = _compress_core(_bits(g), _nonzero(g))
+        return _from_bits(values, g.dtype), pos, count
+    return _compress_core(g, _nonzero(g))
+
+
+def _compress_core(vals, nz):
+    """`_compress` on values (floats as their bits) and their non-zero mask."""
     count = nz.sum(-1, dtype=jnp.int32)
-    vals = _bits(g) if _is_float(g.dtype) else g
     idx = jnp.arange(4, dtype=jnp.int32)
     four = jnp.int32(4)
     # first and second non-zero positions (4 = none)
@@ -226,10 +292,8 @@ def _compress(g):
     # a lone non-zero below position 3 sits in slot 0; slot 1 (position 3) is a padding zero
     v1 = jnp.where((count == 1) & (p_first < 3), zero, v1)
     v0 = jnp.where((count == 1) & (p_first == 3), zero, v0)
-    half = (*g.shape[:-2], g.shape[-2] * 2)
+    half = (*vals.shape[:-2], vals.shape[-2] * 2)
     values = jnp.stack([v0, v1], -1).reshape(half)
-    if _is_float(g.dtype):
-        values = _from_bits(values, g.dtype)
     pos = jnp.stack([pos0, pos1], -1).reshape(half)
     return values, pos, count
 

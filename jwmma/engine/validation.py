@@ -81,6 +81,8 @@ def check_range(x, lo: int, hi: int, what: str):
             f"{value} ({count} value(s) out of range)"
         )
     v = np.asarray(x)
+    if lo <= int(v.min()) and int(v.max()) <= hi:
+        return  # no boolean temporaries of x's size in the common case
     bad = (v < lo) | (v > hi)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])

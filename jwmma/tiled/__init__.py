@@ -22,6 +22,7 @@ from ..engine.step import context
 from ..engine.validation import as_array, check_static_bool
 from ..isa.table import lookup
 from ..numerics.rounding import x64_scope
+from ..backends import pallas
 from ..version import __version__
 from . import operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
@@ -51,6 +52,12 @@ def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=N
     with x64_scope():
         d = kernel(a_codes, pos, b_codes, c_codes)
     return d if shape is None else d[..., : shape[0], : shape[1]]
+
+
+def _empty(spec, shape, c):
+    """D of a GEMM that issues no instruction (M, N or a batch dim 0; K = 0): C bit for bit."""
+    d = jnp.zeros(shape, jnp.int32) if c is None else jnp.broadcast_to(fragments.to_codes(spec.c_type, c), shape)
+    return fragments.codes_to_values(spec.c_type, d)
 
 
 def _call_description(spec, model, path, prune, modifiers, s, opts, a, b, c, dist) -> dict:
@@ -166,8 +173,17 @@ def gemm(
     if dist is not None:  # each device receives only its shard; preparation runs sharded
         a, b, c = dist.place(a, b, c)
 
-    ops = operands.codes(spec, a, b, c, prune=prune, check=check,
-                         signed=(a_signed, b_signed) if spec.integer else (None, None))
+    signed = (a_signed, b_signed) if spec.integer else (None, None)
+    if dist is None and not (path == "matrix" and pallas.kernel_for(spec, m_obj, opts)):
+        ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
+        if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
+            return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
+        with x64_scope():  # operands converted block by block inside the bounded loop (`blocks`)
+            bits = [None if x is None else fragments.storage_bits(x) for x in (ins.a, ins.b, ins.c)]
+            return paths.gemm_path(bits[0], ins.pos, bits[1], bits[2], spec=spec, model=m_obj, options=opts,
+                                   a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
+                                   form=ins.form, dims=(ins.m, ins.n, ins.k, ins.batch))
+    ops = operands.codes(spec, a, b, c, prune=prune, check=check, signed=signed)
     if ops.m == 0 or ops.n == 0 or ops.k == 0 or 0 in ops.batch:  # no instruction issued: D = C
         shape = ops.batch + (ops.m, ops.n)
         d = jnp.zeros(shape, jnp.int32) if ops.c is None else jnp.broadcast_to(jnp.asarray(ops.c), shape)

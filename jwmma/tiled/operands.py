@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from ..engine.fragments import value_codes
-from ..engine.sparsity import compress_2_4, prune_2_4
+from ..engine.fragments import check_value_input, storage_bits, to_codes
+from ..engine.sparsity import check_2_4, compress_2_4, compress_groups, prune_2_4
 from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 
-__all__ = ["Codes", "compressed_a", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "codes", "pad_to", "pad_a",
-           "pad_codes"]
+__all__ = ["Codes", "Form", "Inputs", "compressed_a", "check_modifiers", "signedness", "int_range", "accumulator_dtype",
+           "inputs", "convert", "codes", "pad_to", "pad_a", "pad_codes"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,39 @@ class Codes:
     dense: bool = False
 
 
+@dataclass(frozen=True)
+class Form:
+    """How `convert` turns checked operands into codes (static, hashable): the element types,
+    and A's form: 'pair' (values, positions), 'compress' (a dense 2:4 A, pruned already when
+    gemm prunes, compressed block by block after its K is padded to ``k4``), 'dense' (a dense
+    builtin's A)."""
+
+    a_type: str
+    b_type: str
+    c_type: str
+    a_form: str
+    k4: int = 0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A GEMM's operands checked (every check of `codes`) but not converted: ``a`` as the user
+    gave it (dense (*batch, M, K), or the values of a pair), ``pos`` (a pair's positions, else
+    None), ``b``, ``c`` (or None), the logical ``m``, ``n``, ``k``, the broadcast ``batch`` and
+    the static `Form`. `convert` gives the codes of any block of rows or batch elements, so
+    gemm converts inside its bounded loop (peak memory independent of the batch size)."""
+
+    a: object
+    pos: object
+    b: object
+    c: object
+    m: int
+    n: int
+    k: int
+    batch: tuple
+    form: Form
+
+
 def compressed_a(a, prune: bool, check: bool = False):
     """A in compressed form.
 
@@ -54,24 +87,8 @@ def compressed_a(a, prune: bool, check: bool = False):
         (values, positions int32, dense K).
     """
     if isinstance(a, tuple):
-        if len(a) != 2:
-            raise ValueError(f"a given as a tuple must be (values, positions), got {len(a)} items")
-        values, pos = as_array(a[0], "a values"), as_array(a[1], "a positions")
-        if values.shape != pos.shape:
-            raise ValueError(
-                f"a values and positions must have the same shape (*batch, M, K/2), got "
-                f"{tuple(values.shape)} and {tuple(pos.shape)}"
-            )
-        if not jnp.issubdtype(pos.dtype, jnp.integer):
-            raise TypeError(f"a positions must be integers 0..3, got {pos.dtype}")
-        check_values(pos, 0, 3, "a positions", check)
-        if values.ndim < 2:
-            raise ValueError(f"a values must be (*batch, M, K/2), got shape {tuple(values.shape)}")
-        if values.shape[-1] % 2:
-            raise ValueError(
-                f"a values must hold two stored values per group of four (an even K/2), got shape {tuple(values.shape)}"
-            )
-        return values, jnp.asarray(pos).astype(jnp.int32) & 3, values.shape[-1] * 2
+        values, pos, k = _checked_pair(a, check)
+        return values, jnp.asarray(pos).astype(jnp.int32) & 3, k
     a = as_array(a, "a")
     if a.ndim < 2:
         raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
@@ -136,7 +153,7 @@ def accumulator_dtype(spec: BuiltinSpec) -> np.dtype:
     return element_type(spec.c_type).value_dtype()
 
 
-def _c_codes(spec: BuiltinSpec, c, m: int, n: int):
+def _checked_c(spec: BuiltinSpec, c, m: int, n: int):
     acc = accumulator_dtype(spec)
     c = as_array(c, "c")
     if np.dtype(c.dtype) != acc:
@@ -145,12 +162,17 @@ def _c_codes(spec: BuiltinSpec, c, m: int, n: int):
                         f"convert it first, e.g. c.astype({mod}.{acc.name})")
     if c.ndim < 2 or tuple(c.shape[-2:]) != (m, n):
         raise ValueError(f"c must be (*batch, M, N) = (*batch, {m}, {n}), got {tuple(c.shape)}")
-    return value_codes(spec.c_type, c, "c", spec.name)
+    return check_value_input(spec.c_type, c, "c", spec.name)
 
 
 def dense_a(a, prune: bool, spec: BuiltinSpec):
     """A of a dense builtin: (values, zero positions, K); a (values, positions) pair or
     prune=True are refused (there is no sparsity)."""
+    a = _checked_dense_a(a, prune, spec)
+    return a, jnp.zeros(a.shape, jnp.int32), a.shape[-1]
+
+
+def _checked_dense_a(a, prune: bool, spec: BuiltinSpec):
     if isinstance(a, tuple):
         raise TypeError(f"{spec.name} is dense: a must be one (*batch, M, K) array, not a (values, positions) "
                         f"pair")
@@ -159,7 +181,101 @@ def dense_a(a, prune: bool, spec: BuiltinSpec):
     a = as_array(a, "a")
     if a.ndim < 2:
         raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
-    return a, jnp.zeros(a.shape, jnp.int32), a.shape[-1]
+    return a
+
+
+def _checked_a(spec: BuiltinSpec, a, prune: bool, check: bool, lohi):
+    """(a, pos or None, dense K, Form's a_form) with every check of A done: a pair's
+    shapes and positions, a dense A's 2:4 structure (concrete: now; traced: when it runs),
+    the values' dtype and integer range."""
+    if spec.dense:
+        a = _checked_dense_a(a, prune, spec)
+        return check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi), None, a.shape[-1], "dense"
+    if isinstance(a, tuple):
+        values, pos, k = _checked_pair(a, check)
+        return check_value_input(spec.a_type, values, "a", spec.name, check=check, lohi=lohi), pos, k, "pair"
+    a = as_array(a, "a")
+    if a.ndim < 2:
+        raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
+    k = a.shape[-1]
+    if prune:  # once, whole (the range check of integers covers the kept values only, as before)
+        a = prune_2_4(pad_to(jnp.asarray(a), {-1: -(-k // 4) * 4}))
+    else:
+        check_2_4(a if k % 4 == 0 else pad_to(jnp.asarray(a), {-1: -(-k // 4) * 4}), what="a")
+    return check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi), None, k, "compress"
+
+
+def _checked_pair(a: tuple, check: bool):
+    """The checks of `compressed_a` on a (values, positions) pair: (values, positions, K)."""
+    if len(a) != 2:
+        raise ValueError(f"a given as a tuple must be (values, positions), got {len(a)} items")
+    values, pos = as_array(a[0], "a values"), as_array(a[1], "a positions")
+    if values.shape != pos.shape:
+        raise ValueError(
+            f"a values and positions must have the same shape (*batch, M, K/2), got "
+            f"{tuple(values.shape)} and {tuple(pos.shape)}"
+        )
+    if not jnp.issubdtype(pos.dtype, jnp.integer):
+        raise TypeError(f"a positions must be integers 0..3, got {pos.dtype}")
+    check_values(pos, 0, 3, "a positions", check)
+    if values.ndim < 2:
+        raise ValueError(f"a values must be (*batch, M, K/2), got shape {tuple(values.shape)}")
+    if values.shape[-1] % 2:
+        raise ValueError(
+            f"a values must hold two stored values per group of four (an even K/2), got shape {tuple(values.shape)}"
+        )
+    return values, pos, values.shape[-1] * 2
+
+
+def inputs(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signed=(None, None)) -> Inputs:
+    """Validate a GEMM's operands without converting them (the arguments of `codes`).
+
+    Returns:
+        `Inputs`: the operands as given (A's K not padded), shapes and the `Form` for
+        `convert`; errors as `codes` raises them.
+    """
+    check = check_bool_kw(check, "check")
+    ra = None if signed[0] is None else int_range(spec, "a", signed[0])
+    rb = None if signed[1] is None else int_range(spec, "b", signed[1])
+    a, pos, k, a_form = _checked_a(spec, a, prune, check, ra)
+    b = as_array(b, "b")
+    if b.ndim < 2:
+        raise ValueError(f"b must be (*batch, K, N), got shape {tuple(b.shape)}")
+    if b.shape[-2] != k:
+        raise ValueError(
+            f"a and b disagree on K: a is (*batch, M, K) with K={k}, b is (*batch, K, N) "
+            f"with shape {tuple(b.shape)}"
+        )
+    b = check_value_input(spec.b_type, b, "b", spec.name, check=check, lohi=rb)
+    m, n = a.shape[-2], b.shape[-1]
+    c = None if c is None else _checked_c(spec, c, m, n)
+    shapes = [a.shape[:-2], b.shape[:-2]] + ([] if c is None else [c.shape[:-2]])
+    try:
+        batch = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(
+            f"batch dims of a {tuple(a.shape[:-2])}, b {tuple(b.shape[:-2])} and c "
+            f"{tuple(c.shape[:-2]) if c is not None else ()} do not broadcast"
+        ) from None
+    form = Form(spec.a_type, spec.b_type, spec.c_type, a_form, -(-k // 4) * 4)
+    return Inputs(a, pos, b, c, int(m), int(n), int(k), tuple(batch), form)
+
+
+def convert(form: Form, a, pos, b, c):
+    """Checked operands (whole, or any block of rows / batch elements) -> int32 codes
+    (a_codes, pos, b_codes, c_codes or None): A compressed as `compress_2_4` compresses it,
+    positions p & 3, values as `value_codes` converts them (floats may come as their bits,
+    `storage_bits`)."""
+    if form.a_form == "pair":
+        values, pos = a, jnp.asarray(pos).astype(jnp.int32) & 3
+    elif form.a_form == "dense":
+        values, pos = a, jnp.zeros(a.shape, jnp.int32)
+    else:
+        a = pad_to(jnp.asarray(a), {-1: form.k4})
+        float_bits = element_type(form.a_type).is_float
+        values, pos = compress_groups(storage_bits(a) if float_bits else a, float_bits=float_bits)
+    return (to_codes(form.a_type, values), pos, to_codes(form.b_type, b),
+            None if c is None else to_codes(form.c_type, c))
 
 
 def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signed=(None, None)) -> Codes:
@@ -173,31 +289,9 @@ def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signe
     Returns:
         `Codes` (c None stays None); errors name the argument and give a conversion hint.
     """
-    check = check_bool_kw(check, "check")
-    values, pos, k = dense_a(a, prune, spec) if spec.dense else compressed_a(a, prune, check)
-    ra = None if signed[0] is None else int_range(spec, "a", signed[0])
-    rb = None if signed[1] is None else int_range(spec, "b", signed[1])
-    a_codes = value_codes(spec.a_type, values, "a", spec.name, check=check, lohi=ra)
-    b = as_array(b, "b")
-    if b.ndim < 2:
-        raise ValueError(f"b must be (*batch, K, N), got shape {tuple(b.shape)}")
-    if b.shape[-2] != k:
-        raise ValueError(
-            f"a and b disagree on K: a is (*batch, M, K) with K={k}, b is (*batch, K, N) "
-            f"with shape {tuple(b.shape)}"
-        )
-    b_codes = value_codes(spec.b_type, b, "b", spec.name, check=check, lohi=rb)
-    m, n = values.shape[-2], b.shape[-1]
-    c_codes = None if c is None else _c_codes(spec, c, m, n)
-    shapes = [a_codes.shape[:-2], b_codes.shape[:-2]] + ([] if c_codes is None else [c_codes.shape[:-2]])
-    try:
-        batch = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(
-            f"batch dims of a {tuple(a_codes.shape[:-2])}, b {tuple(b_codes.shape[:-2])} and c "
-            f"{tuple(c_codes.shape[:-2]) if c_codes is not None else ()} do not broadcast"
-        ) from None
-    return Codes(a_codes, pos, b_codes, c_codes, int(m), int(n), int(k), tuple(batch), spec.dense)
+    ins = inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
+    a_codes, pos, b_codes, c_codes = convert(ins.form, ins.a, ins.pos, ins.b, ins.c)
+    return Codes(a_codes, pos, b_codes, c_codes, ins.m, ins.n, ins.k, ins.batch, spec.dense)
 
 
 def pad_to(x, axis_sizes: dict, value=0):

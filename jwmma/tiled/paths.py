@@ -10,8 +10,11 @@ result is the next step's C (what a hardware kernel does; the order matters for 
 * `register_path`: every step packs the A, B, C fragments of every tile into registers,
   runs the builtin on all tiles as a batch of waves and unpacks D, as a real kernel does.
 
-Both walk the K steps with `lax.scan` and cut the rows into blocks (`by_row_blocks`) sized by
-the model's working set; peak memory is O(rows x N x Kc_step), never O(M x N x K).
+Both walk the K steps with `lax.scan`, in chunks of whole GEMMs of the batch and blocks of
+rows sized by the model's working set (`jwmma.tiled.blocks`); peak memory is
+O(rows x N x Kc_step), never O(M x N x K). `gemm_path` (what `jwmma.gemm` runs on one device)
+takes the operands as the user gave them and converts each block's inside that loop, so
+nothing but D grows with the batch.
 """
 from __future__ import annotations
 
@@ -27,8 +30,11 @@ from ..engine import fragments
 from ..engine.builtins import run_registers
 from ..engine.step import context, step
 from ..isa.table import BuiltinSpec
+from . import operands
+from .blocks import batch_chunk, row_block, run_blocks
 
-__all__ = ["matrix_path", "register_path", "by_row_blocks", "row_block", "batch_chunk", "matrix_tile", "tiles", "untile"]
+__all__ = ["matrix_path", "register_path", "gemm_path", "by_row_blocks", "row_block", "batch_chunk", "matrix_tile", "tiles",
+           "untile"]
 
 
 # ---------------------------------------------------------------------------- shapes
@@ -73,68 +79,24 @@ def matrix_tile(spec: BuiltinSpec, mp: int, np_: int, options) -> tuple[int, int
 
 
 # ---------------------------------------------------------------------------- row blocks
-def row_block(spec: BuiltinSpec, model, ctx, options, mp: int, np_: int, batch_size: int) -> int:
-    """Rows per block: a divisor of Mp, a multiple of the tile height, that keeps one step's
-    products under the model's working set (`jwmma.models.Model.working_set`)."""
-    per_row = spec.kc * np_ * max(1, batch_size)
-    budget = model.working_set(ctx, options, (mp, spec.kc), (spec.k, np_))
-    rows = max(spec.m, (budget // per_row) // spec.m * spec.m)
-    while mp % rows:
-        rows -= spec.m
-    return rows
-
-
 def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
-    """Run ``kernel(a, p, b, c)`` on blocks of rows one after the other (lax.map): an output
-    row depends only on its own A row, so this bounds memory without changing any bit. A
-    batch too large for one block is cut too (`batch_chunk`): chunks of whole GEMMs one after
-    the other, so memory stays bounded at any batch size."""
-
-    def rows_of(a_codes, pos, b_codes, c):
-        mp, np_ = c.shape[-2:]
-        rows = row_block(spec, model, ctx, options, mp, np_, int(np.prod(c.shape[:-2], dtype=np.int64)))
-        if rows >= mp:
-            return kernel(a_codes, pos, b_codes, c)
-        nb = mp // rows
-
-        def split(x):
-            x = x.reshape(*x.shape[:-2], nb, rows, x.shape[-1])
-            return jnp.moveaxis(x, -3, 0)
-
-        out = lax.map(lambda t: kernel(t[0], t[1], b_codes, t[2]), (split(a_codes), split(pos), split(c)))
-        out = jnp.moveaxis(out, 0, -3)
-        return out.reshape(*out.shape[:-3], mp, np_)
+    """Run ``kernel(a, p, b, c)`` on tile-padded codes in blocks (`jwmma.tiled.blocks`):
+    chunks of whole GEMMs of the batch, and blocks of rows of a GEMM too large for one, one
+    after the other. An output row depends only on its own A row, so this bounds memory
+    without changing any bit. Returns ``run(a, p, b, c)`` -> (*batch, Mp, Np) int32 D codes."""
 
     def run(a_codes, pos, b_codes, c):
-        batch = c.shape[:-2]
-        total = int(np.prod(batch, dtype=np.int64))
-        chunk = batch_chunk(spec, model, ctx, options, *c.shape[-2:], total)
-        if chunk >= total:
-            return rows_of(a_codes, pos, b_codes, c)
-        # a divisor of the batch when one is near (no padded copy of the operands), else pad
-        div = next((d for d in range(chunk, max(1, chunk // 2) - 1, -1) if total % d == 0), None)
-        chunk = div or chunk
-        n_chunks = -(-total // chunk)
+        mp, np_ = c.shape[-2:]
+        batch = tuple(np.broadcast_shapes(*(x.shape[:-2] for x in (a_codes, pos, b_codes, c))))
 
-        def split(x):  # (*batch, R, C) -> (chunks, chunk, R, C), zero GEMMs padding the last chunk
-            x = jnp.broadcast_to(x, batch + x.shape[-2:]).reshape(total, *x.shape[-2:])
-            if n_chunks * chunk > total:
-                x = jnp.pad(x, [(0, n_chunks * chunk - total), (0, 0), (0, 0)])
-            return x.reshape(n_chunks, chunk, *x.shape[-2:])
+        def prepare(a, p, b, c, rows, lead):
+            return tuple(jnp.broadcast_to(x, lead + x.shape[-2:]) for x in (a, p, b, c))
 
-        out = lax.map(lambda t: rows_of(*t), tuple(split(x) for x in (a_codes, pos, b_codes, c)))
-        return out.reshape(n_chunks * chunk, *out.shape[-2:])[:total].reshape(batch + out.shape[-2:])
+        return run_blocks(kernel, prepare, lambda d, rows: d.astype(jnp.int32), (a_codes, pos, b_codes, c),
+                          spec=spec, model=model, ctx=ctx, options=options, batch=batch, m=mp, n=np_, mp=mp,
+                          np_=np_, out_dtype=jnp.int32)
 
     return run
-
-
-def batch_chunk(spec: BuiltinSpec, model, ctx, options, mp: int, np_: int, total: int) -> int:
-    """GEMMs of a flattened batch run at once: all of them when one step of the whole batch
-    fits the model's working set, else as many whole GEMMs as fit (at least 1; a GEMM whose
-    rows do not fit runs alone, in row blocks)."""
-    budget = model.working_set(ctx, options, (mp, spec.kc), (spec.k, np_))
-    per_gemm = spec.kc * np_ * mp
-    return max(1, min(total, budget // max(1, per_gemm)))
 
 
 # ---------------------------------------------------------------------------- the paths
@@ -158,24 +120,27 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
         return pallas.matrix_path(a_codes, pos, b_codes, c, spec=spec, model=model, options=options,
                                   a_signed=a_signed, b_signed=b_signed, clamp=clamp)
 
-    def rows(a_codes, pos, b_codes, c):
-        tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
-        a_s, p_s = _steps_a(a_codes, pos, spec.kc)
-        b_s = _steps_b(b_codes, spec.k)
-
-        def body(acc, x):
-            # tiles of tm x tn outputs as a batch: each tile's selected B rows stay local
-            a, p, b = x
-            a_t = tiles(a, tm, spec.kc)  # (..., TM, 1, tm, kc)
-            p_t = tiles(p, tm, spec.kc)
-            b_t = tiles(b, spec.k, tn)  # (..., 1, TN, k, tn)
-            d = step(spec, model, a_t, p_t, b_t, acc, options=options, a_signed=a_signed, b_signed=b_signed,
-                     clamp=clamp)
-            return d, None
-
-        return untile(lax.scan(body, tiles(c, tm, tn), (a_s, p_s, b_s))[0])
-
+    rows = functools.partial(_matrix_rows, spec=spec, model=model, options=options, a_signed=a_signed,
+                             b_signed=b_signed, clamp=clamp)
     return by_row_blocks(rows, spec, model, context(spec, clamp), options)(a_codes, pos, b_codes, c)
+
+
+def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp):
+    tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
+    a_s, p_s = _steps_a(a_codes, pos, spec.kc)
+    b_s = _steps_b(b_codes, spec.k)
+
+    def body(acc, x):
+        # tiles of tm x tn outputs as a batch: each tile's selected B rows stay local
+        a, p, b = x
+        a_t = tiles(a, tm, spec.kc)  # (..., TM, 1, tm, kc)
+        p_t = tiles(p, tm, spec.kc)
+        b_t = tiles(b, spec.k, tn)  # (..., 1, TN, k, tn)
+        d = step(spec, model, a_t, p_t, b_t, acc, options=options, a_signed=a_signed, b_signed=b_signed,
+                 clamp=clamp)
+        return d, None
+
+    return untile(lax.scan(body, tiles(c, tm, tn), (a_s, p_s, b_s))[0])
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC + ("s",))
@@ -207,3 +172,38 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
 
     c_lanes = lax.scan(body, c_lanes, (a_s, p_s, b_s))[0]
     return untile(fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), c_lanes))
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC + ("path", "s", "form", "dims"))
+def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, path, s, form, dims):
+    """D values of a whole GEMM from its checked operands as given (`operands.inputs`): the
+    operands of each block are converted to codes and padded inside the bounded loop
+    (`jwmma.tiled.blocks`), so no int32 copy of the batch is ever made (the same bits as
+    `operands.codes` + `pad_codes` + `matrix_path` / `register_path`; XLA backend).
+
+    Args:
+        a, pos, b, c: `operands.Inputs` fields (pos, c may be None); spec, model, options,
+            a_signed, b_signed, clamp: as `matrix_path`; path: 'matrix' or 'registers';
+            s: the index set's bit offset; form: `operands.Form`; dims: (M, N, K, batch).
+    Returns:
+        (*batch, M, N) D in the accumulator's dtype.
+    """
+    m, n, k, batch = dims
+    mp, np_, kp = (-(-m // spec.m) * spec.m, -(-n // spec.n) * spec.n, -(-k // spec.k) * spec.k)
+    a_cols = kp if form.a_form == "dense" else kp // 2
+
+    def prepare(a, p, b, c, rows, lead):
+        a, p, b, c = operands.convert(form, a, p, b, c)
+        a, p = operands.pad_a(a, p, rows, a_cols)
+        b = operands.pad_to(b, {-2: kp, -1: np_})
+        c = jnp.zeros((rows, np_), jnp.int32) if c is None else operands.pad_to(c, {-2: rows, -1: np_})
+        return tuple(jnp.broadcast_to(x, lead + x.shape[-2:]) for x in (a, p, b, c))
+
+    def finish(d, rows):
+        return fragments.codes_to_values(spec.c_type, d[..., :rows, :n].astype(jnp.int32))
+
+    kw = dict(spec=spec, model=model, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+    kernel = functools.partial(_matrix_rows, **kw) if path == "matrix" else functools.partial(_register_rows, **kw, s=s)
+    return run_blocks(kernel, prepare, finish, (a, pos, b, c), spec=spec, model=model, ctx=context(spec, clamp),
+                      options=options, batch=batch, m=m, n=n, mp=mp, np_=np_,
+                      out_dtype=operands.accumulator_dtype(spec))
