@@ -186,6 +186,8 @@ def fail_if(bad, describe, *operands, describe_first=None) -> None:
             raise ValueError(describe(b, *ops))
         return
     bad = jnp.asarray(bad)
+    operands = tuple(jnp.asarray(o) for o in operands)
+    handled = _checked_by_vmap(bad, operands, describe, describe_first)
     if _CHECKIFY.get():
         from jax.experimental import checkify
 
@@ -193,17 +195,44 @@ def fail_if(bad, describe, *operands, describe_first=None) -> None:
         # (values beyond int32 show clipped in the message; the check itself is exact)
         ops = [jnp.clip(o, -2**31, 2**31 - 1).astype(jnp.int32) if o.dtype.itemsize == 8 and
                jnp.issubdtype(o.dtype, jnp.integer) else o.astype(jnp.float32) if o.dtype == jnp.float64 else o
-               for o in map(jnp.asarray, operands)]
-        ok = ~jnp.any(bad)
+               for o in operands]
+        ok = ~jnp.any(bad) | handled
         with _x64(_CHECKIFY.get() == "x64"):  # the setting the user's error state was made in
             checkify.check(ok, _Message(f"jwmma check {id(describe)}", describe), bad, *ops)
         return
 
-    def cb(b, *ops):
-        if np.asarray(b).any():
+    def cb(done, b, *ops):
+        if not np.asarray(done) and np.asarray(b).any():
             raise ValueError(describe(np.asarray(b), *(np.asarray(o) for o in ops)))
 
-    jax.debug.callback(cb, bad, *operands)
+    jax.debug.callback(cb, handled, bad, *operands)
+
+
+def _checked_by_vmap(bad, operands, describe, describe_first):
+    """A boolean scalar: True when ``bad`` is batched by an enclosing `jax.vmap`, whose
+    batching rule (below) has then checked the whole batch at once; False otherwise.
+
+    Under vmap, JAX's own batching of a host callback or a checkify check hands the message
+    one batch element's slice: its index inside the vmapped axes and the count over the
+    batch are lost ("row () group 1"). A `jax.custom_batching.custom_vmap` probe sees the
+    batched arrays instead: its rule runs `fail_if` on them with the vmapped axes leading
+    (unbatched operands broadcast), so the message names the same row/group/wave as the call
+    on the whole batch outside vmap (nested vmaps: outermost axis first). The check emitted
+    per element is then switched off by the probe's True."""
+    from jax.custom_batching import custom_vmap
+
+    @custom_vmap
+    def probe(bad, *ops):
+        return jnp.zeros((), bool)
+
+    @probe.def_vmap
+    def rule(axis_size, in_batched, bad, *ops):
+        whole = [x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                 for x, batched in zip((bad,) + ops, in_batched)]
+        fail_if(whole[0], describe, *whole[1:], describe_first=describe_first)
+        return jnp.ones((), bool), False
+
+    return probe(bad, *operands)
 
 
 def check_bool_kw(value, name: str) -> bool:
