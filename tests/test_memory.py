@@ -92,7 +92,7 @@ def test_builtin_memory_large(name, model, sizes):
 # N = 256, 2048 at N = 128); below that the working set itself still grows with the batch
 # (256 -> 1024 GEMMs of 16x16x128: +190 MB for +3.9 MB of operands), so the first size of each
 # case is at least that. Measured (load ~5-6, 2-core machine), peak growth over the operand
-# growth, the 48 MB tolerance not subtracted: 16x16x128 1024 -> 8192 x3.2-4.1 (before: x10.2);
+# growth, the 48 MB tolerance not subtracted: 16x16x128 1024 -> 8192 x3.2-4.1 (before: x10.3);
 # 16x16x256 exact 1024 -> 4096 x4.9 (the margin is the tolerance); rows x2.9-4.6.
 
 
@@ -100,7 +100,7 @@ def test_builtin_memory_large(name, model, sizes):
 def test_gemm_memory_growing_batch_small_case():
     """gemm of 1024 -> 4096 small fp8 GEMMs (16x16x128), default model. Before the batch was
     cut into chunks of whole GEMMs the peak grew by about 0.24 MB per GEMM (x50); before each
-    chunk's operands were converted inside the loop, x8.5 over these sizes."""
+    chunk's operands were converted inside the loop, x8.9 over these sizes."""
     res = measure("gemm", "smfmac_f32_16x16x128_fp8_fp8", "default", 16, 16, 128, 1024, 4096)
     check_slope(res, "gemm smfmac_f32_16x16x128_fp8_fp8 (16, 16, 128), default model, growing batch")
 

@@ -257,12 +257,15 @@ def compress_groups(a24, *, float_bits: bool = False):
     (-0 counts as zero; the values come back as bits): no float operation at all, so XLA's CPU
     backend does not widen a whole fp8 operand to f16 for it."""
     g = a24.reshape(*a24.shape[:-1], a24.shape[-1] // 4, 4)
-    if float_bits:
-        width = np.dtype(g.dtype).itemsize * 8
-        values, pos, _ = _compress_core(g, (g & ((1 << (width - 1)) - 1)) != 0)
-        return values, pos
-    values, pos, _ = _compress(g)
+    values, pos, _ = _compress_float_bits(g) if float_bits else _compress(g)
     return values, pos
+
+
+@jax.jit
+def _compress_float_bits(g):
+    """`_compress` of floats given as their bits (-0 is zero): one fused program."""
+    width = np.dtype(g.dtype).itemsize * 8
+    return _compress_core(g, (g & ((1 << (width - 1)) - 1)) != 0)
 
 
 @jax.jit
