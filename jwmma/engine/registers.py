@@ -1,0 +1,125 @@
+"""Registers <-> element codes, and element codes between lanes and matrix positions
+(BUILTINS.md section 1; API.md section 3): the bit-level half of the fragment codec.
+
+Registers are arrays of shape (*batch, lanes, n) of the builtin's HIP storage (float16,
+bfloat16 or int16 bit patterns, float32/int32, or int32 words packing 8-/4-bit elements
+little-endian); codes are int32 bit patterns, one per element. Layout moves are static
+reshapes/transposes when a layout only moves index bits (every row's does), gathers otherwise.
+`fragments` builds the user-facing pack/unpack on these.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ..isa import layouts
+from ..isa.table import Operand
+
+__all__ = ["regs_to_codes", "codes_to_regs", "or_reduce", "permute", "lanes_to_matrix", "matrix_to_lanes"]
+
+# ------------------------------------------------------------------ registers <-> element codes
+def regs_to_codes(op: Operand, regs) -> jnp.ndarray:
+    """(*batch, lanes, n) registers -> (*batch, lanes, elems) int32 element codes.
+
+    Args:
+        op: the operand; regs: registers of one of its accepted dtypes.
+    Returns:
+        16-bit elements as their unsigned bit patterns, 32-bit ones as int32 bits, packed
+        8/4-bit ones unpacked (unsigned).
+    """
+    if op.elem_bits == 32:
+        return lax.bitcast_convert_type(regs, jnp.int32) if regs.dtype != jnp.int32 else regs
+    if not op.packed:
+        return lax.bitcast_convert_type(regs, jnp.uint16).astype(jnp.int32)
+    words = lax.bitcast_convert_type(regs, jnp.uint32) if regs.dtype != jnp.uint32 else regs
+    per = 32 // op.elem_bits
+    shifts = jnp.arange(per, dtype=jnp.uint32) * op.elem_bits
+    codes = ((words[..., None] >> shifts) & ((1 << op.elem_bits) - 1)).astype(jnp.int32)
+    return codes.reshape(*words.shape[:-1], words.shape[-1] * per)[..., : op.elems]
+
+
+def codes_to_regs(op: Operand, codes, dtype=None) -> jnp.ndarray:
+    """Inverse of `regs_to_codes`.
+
+    Args:
+        op: the operand; codes: (*batch, lanes, elems) int32 codes.
+        dtype: one of the operand's accepted dtypes (default: its register dtype).
+    Returns:
+        (*batch, lanes, n) registers of ``dtype``.
+    """
+    dtype = np.dtype(dtype or op.dtype)
+    if op.elem_bits == 32:
+        codes = codes.astype(jnp.int32)
+        return codes if dtype == np.int32 else lax.bitcast_convert_type(codes, dtype)
+    if not op.packed:
+        return lax.bitcast_convert_type(codes.astype(jnp.uint16), dtype)
+    per = 32 // op.elem_bits
+    codes = codes.astype(jnp.int32) & ((1 << op.elem_bits) - 1)
+    pad = op.n * per - op.elems
+    if pad:
+        codes = jnp.concatenate([codes, jnp.zeros((*codes.shape[:-1], pad), jnp.int32)], -1)
+    codes = codes.reshape(*codes.shape[:-1], op.n, per)
+    shifts = jnp.arange(per, dtype=jnp.int32) * op.elem_bits
+    words = or_reduce(codes << shifts)
+    return words if dtype == np.int32 else lax.bitcast_convert_type(words, dtype)
+
+
+def or_reduce(x):
+    """Bitwise OR over the last axis (a static unrolled loop: XLA has no OR reduction)."""
+    out = x[..., 0]
+    for i in range(1, x.shape[-1]):
+        out = out | x[..., i]
+    return out
+
+
+# ------------------------------------------------------------------ lanes <-> matrix positions
+def _bit_permutation(perm: np.ndarray):
+    """If perm (a permutation of 2**n indices) only moves index bits around — every layout
+    of the table does — return the transpose axes that implement it, else None."""
+    size = perm.size
+    n = size.bit_length() - 1
+    if size != 1 << n or n == 0:
+        return None
+    src = [int(perm[1 << b]) for b in range(n)]
+    if perm[0] != 0 or any(v & (v - 1) or v == 0 for v in src):
+        return None
+    sigma = [v.bit_length() - 1 for v in src]
+    idx = np.arange(size)
+    built = np.zeros(size, np.int64)
+    for b in range(n):
+        built |= ((idx >> b) & 1) << sigma[b]
+    if not np.array_equal(built, perm):
+        return None
+    axes = [0] * n
+    for b in range(n):
+        axes[n - 1 - b] = n - 1 - sigma[b]
+    return tuple(axes)
+
+
+def permute(flat, perm: np.ndarray):
+    """out[..., i] = flat[..., perm[i]] for a static permutation: a reshape/transpose when
+    the permutation moves index bits (cheap and fusible), a gather otherwise."""
+    axes = _bit_permutation(np.asarray(perm))
+    if axes is None:
+        return flat[..., perm]
+    lead = flat.shape[:-1]
+    n = len(axes)
+    x = flat.reshape(*lead, *([2] * n))
+    x = jnp.transpose(x, tuple(range(len(lead))) + tuple(len(lead) + a for a in axes))
+    return x.reshape(*lead, perm.size)
+
+
+def lanes_to_matrix(layout: np.ndarray, shape, lane_vals) -> jnp.ndarray:
+    """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout``."""
+    inv = layouts.inverse(layout, shape)
+    flat = lane_vals.reshape(*lane_vals.shape[:-2], lane_vals.shape[-2] * lane_vals.shape[-1])
+    return permute(flat, inv.reshape(-1)).reshape(*lane_vals.shape[:-2], *shape)
+
+
+def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
+    """(*batch, R, C) -> (*batch, lanes, n): element [L, e] = mat[layout[L, e]]."""
+    cols = mat.shape[-1]
+    flat_idx = (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
+    flat = mat.reshape(*mat.shape[:-2], mat.shape[-2] * mat.shape[-1])
+    return permute(flat, flat_idx).reshape(*mat.shape[:-2], *layout.shape[:2])
