@@ -181,6 +181,11 @@ def test_unknown_builtin(capsys):
     assert rc == 2 and "outside" in err
     rc, _, err = run(capsys, "demo", "--builtin", "nonsense")
     assert rc == 2 and "unknown builtin" in err
+    # a demo builtin whose demo case runs none of the named models: refused, not an empty table
+    rc, out, err = run(capsys, "demo", "--builtin", "smfmac_f32_16x16x64_fp8_fp8", "--model", "exact")
+    assert rc == 2 and out == ""
+    assert "--model exact is not in the demo of smfmac_f32_16x16x64_fp8_fp8: it runs cdna3" in err
+    assert "jwmma gemm --builtin smfmac_f32_16x16x64_fp8_fp8 --model NAME" in err
     assert main([]) == 2
     with pytest.raises(SystemExit) as e:
         main(["layout", "smfmac_f32_16x16x64_f16", "-o", "z"])

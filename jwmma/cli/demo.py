@@ -184,6 +184,12 @@ def cmd_demo(args) -> int:
     if args.model and not set(args.model) <= all_models:
         bad = sorted(set(args.model) - all_models)[0]
         raise CliError(f"--model {bad} is not in the demo; it runs {', '.join(sorted(all_models))}")
+    if only and args.model:  # else the table would be empty, with no word of why
+        runs = {c[0]: c[1] for c in DEMO_CASES}
+        for name in only:
+            if not set(runs[name]) & set(args.model):
+                raise CliError(f"--model {', '.join(args.model)} is not in the demo of {name}: it runs "
+                               f"{', '.join(runs[name])} there (any model: jwmma gemm --builtin {name} --model NAME)")
     target = args.target
     if target is not None:
         known = all_targets()
