@@ -14,7 +14,8 @@ from __future__ import annotations
 __all__ = [
     "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ",
     "I8", "U8", "I4", "U4", "I32", "FLOAT_FORMATS", "INT_FORMATS", "ZERO_EXP", "format_of", "decode",
-    "decode_int", "pow2_f32", "pack_fields", "unpack_fields",
+    "decode_int", "decode_fields", "f32_magnitude", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
+    "unpack_fields",
 ]
 
 from dataclasses import dataclass
@@ -149,12 +150,15 @@ class Fields(NamedTuple):
     val: jnp.ndarray | None
 
 
-def _exactly_normal_in_f32(fmt: FloatFormat) -> bool:
+def exactly_normal_in_f32(fmt: FloatFormat) -> bool:
+    """Every value of ``fmt`` is zero or a normal float32 (f16, fp8, bf8)."""
     return fmt.min_exp - fmt.mbits >= -126 and fmt.max_exp <= 127
 
 
-def decode(fmt: FloatFormat, code: jnp.ndarray) -> Fields:
-    """Decode ``fmt`` bit patterns held in the low bits of an integer array."""
+def decode_fields(fmt: FloatFormat, code: jnp.ndarray) -> tuple:
+    """(sign, sig, exp, nan, inf) of ``fmt`` bit patterns held in the low bits of an integer
+    array, as in `Fields`: the one decoder of the XLA path and the Pallas kernels (only
+    elementwise int32 ops and selects, so it lowers to Triton too)."""
     code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
     mmask = (1 << fmt.mbits) - 1
     emask = (1 << fmt.ebits) - 1
@@ -176,18 +180,33 @@ def decode(fmt: FloatFormat, code: jnp.ndarray) -> Fields:
     special = nan | inf
     sig = jnp.where(special, 0, sig)
     exp = jnp.where(sig == 0, ZERO_EXP, jnp.maximum(ef, 1) - fmt.bias)
+    return sign, sig, exp, nan, inf
+
+
+def decode(fmt: FloatFormat, code: jnp.ndarray) -> Fields:
+    """Decode ``fmt`` bit patterns held in the low bits of an integer array."""
+    sign, sig, exp, nan, inf = decode_fields(fmt, code)
     return Fields(sign, sig, exp, nan, inf, _f32_value(fmt, sign, sig, exp, nan, inf))
 
 
 def _f32_value(fmt: FloatFormat, sign, sig, exp, nan, inf):
-    """The exact float32 value of decoded fields, for formats whose every value is a normal
-    f32 or zero (so no arithmetic on subnormals); None for the others."""
-    if not _exactly_normal_in_f32(fmt):
+    """The exact float32 value of decoded fields (Inf and NaN included), for formats whose
+    every value is a normal f32 or zero; None for the others."""
+    mag = f32_magnitude(fmt, sig, exp)
+    if mag is None:
         return None
-    mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
     mag = jnp.where(inf, jnp.float32(np.inf), mag)
     mag = jnp.where(nan, jnp.float32(np.nan), mag)
     return jnp.where(sign == 1, -mag, mag)
+
+
+def f32_magnitude(fmt: FloatFormat, sig, exp):
+    """The exact float32 magnitude of decoded fields, for formats whose every value is a
+    normal f32 or zero (so no arithmetic on subnormals); NaN and Inf fields (sig 0) read 0.
+    None for the other formats."""
+    if not exactly_normal_in_f32(fmt):
+        return None
+    return sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
 
 
 def decode_int(fmt: IntFormat, code: jnp.ndarray) -> jnp.ndarray:

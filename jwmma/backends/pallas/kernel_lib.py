@@ -3,17 +3,18 @@
 Everything here runs inside a Pallas kernel body on 2-D (rows, cols) tiles and lowers to
 Triton: int32/int64/float32 elementwise ops, `lax.clz` on int32 only (the Pallas Triton
 lowering of `clz` on int64 emits an i32 result and fails, JAX 0.10.2), selects instead of
-gathers. The functions mirror `jwmma.formats.decode` and `jwmma.rounding.round_to_format`
-bit for bit; they differ only in how they are built (NUMERICS.md section 1.3, 2.2).
+gathers. `decode` is `numerics.formats.decode_fields` itself (it needs nothing else);
+`round_to_format` mirrors `numerics.rounding.round_to_format` bit for bit and differs only in
+how it is built (NUMERICS.md section 1.3, 2.2).
 """
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import jax.numpy as jnp
 from jax import lax
 
-from ...numerics.formats import FloatFormat
+from ...numerics.formats import Fields as Dec  # decoded fields, one record for XLA and the kernels
+from ...numerics.formats import FloatFormat, decode_fields, f32_magnitude, pow2_f32
+from ...numerics.formats import exactly_normal_in_f32 as exactly_f32
 
 __all__ = ["Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
            "shift64", "round_to_format"]
@@ -23,53 +24,13 @@ EXP_OFFSET = 512
 EXP_MASK = 1023
 
 
-class Dec(NamedTuple):
-    """Decoded float operand (int32 fields, bool flags, float32 exact value or None)."""
-
-    sign: jnp.ndarray
-    sig: jnp.ndarray
-    exp: jnp.ndarray  # MMA-Sim exponent: subnormals share min_exp, zero gets -126
-    nan: jnp.ndarray
-    inf: jnp.ndarray
-    val: jnp.ndarray | None
-
-
-def pow2_f32(n):
-    """2**n as float32 for int32 n in [-126, 127], from the exponent bits."""
-    return lax.bitcast_convert_type(((n + 127) & 0xFF) << 23, jnp.float32)
-
-
-def exactly_f32(fmt: FloatFormat) -> bool:
-    """Every value of ``fmt`` is zero or a normal float32 (f16, fp8, bf8)."""
-    return fmt.min_exp - fmt.mbits >= -126 and fmt.max_exp <= 127
-
-
 def decode(fmt: FloatFormat, code, with_val: bool = True) -> Dec:
-    """``fmt`` bit patterns in the low bits of int32 ``code`` -> fields (as jwmma.formats.decode)."""
-    code = code & ((1 << fmt.bits) - 1)
-    mmask = (1 << fmt.mbits) - 1
-    emask = (1 << fmt.ebits) - 1
-    sign = (code >> (fmt.bits - 1)) & 1
-    ef = (code >> fmt.mbits) & emask
-    mant = code & mmask
-    sig = jnp.where(ef != 0, mant | (1 << fmt.mbits), mant)
-    if fmt.nan == "ieee":
-        special = ef == emask
-        nan = special & (mant != 0)
-        inf = special & (mant == 0)
-    elif fmt.nan == "fn":
-        nan = (ef == emask) & (mant == mmask)
-        inf = nan & False
-    else:  # fnuz
-        nan = code == (1 << (fmt.bits - 1))
-        inf = nan & False
-        sign = jnp.where(nan, 0, sign)
-    sig = jnp.where(nan | inf, 0, sig)
-    exp = jnp.where(sig == 0, -126, jnp.maximum(ef, 1) - fmt.bias)
-    val = None
-    if with_val and exactly_f32(fmt):
-        mag = sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
-        val = jnp.where(sign == 1, -mag, mag)  # finite part only: NaN/Inf factors read 0
+    """``fmt`` bit patterns in the low bits of int32 ``code`` -> fields (`formats.decode_fields`);
+    ``val``, the exact f32 value of the finite part (NaN/Inf factors read 0), only
+    ``with_val`` and for formats `exactly_f32`."""
+    sign, sig, exp, nan, inf = decode_fields(fmt, code)
+    mag = f32_magnitude(fmt, sig, exp) if with_val else None
+    val = None if mag is None else jnp.where(sign == 1, -mag, mag)
     return Dec(sign, sig, exp, nan, inf, val)
 
 
