@@ -17,17 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
-
-BUILTIN = {
-    "fp8": "smfmac_f32_16x16x128_fp8_fp8",
-    "f16": "swmmac_f32_16x16x32_f16_w32",
-    "f16c": "smfmac_f32_16x16x64_f16",
-    "bf16": "smfmac_f32_16x16x64_bf16",
-}
 
 ROWS = [
     "gemm:fp8:cdna3", "gemm:f16c:cdna3", "gemm:bf16:cdna3", "gemm:f16:gfx12_dot4", "gemm:fp8:exact",
@@ -43,19 +34,15 @@ def child(row, size, k, waves, repeat):
     import numpy as np
 
     import jwmma
+    from bench_gemm import BUILTIN  # this file's folder: the same rows and timer as bench_gemm
+    from bench_gemm import timed as timed_repeat
 
     kind, fmt, model = row.split(":")
     name = BUILTIN[fmt]
     spec = jwmma.BUILTINS[name]
 
     def timed(fn):
-        jax.block_until_ready(fn())
-        ts = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            jax.block_until_ready(fn())
-            ts.append(time.perf_counter() - t)
-        return statistics.median(ts)
+        return timed_repeat(fn, repeat)
 
     key = jax.random.PRNGKey(0)
     ka, kb, kc = jax.random.split(key, 3)
