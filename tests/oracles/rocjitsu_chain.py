@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .fdpa import decode, value
+from .fdpa import decode, round_to, value
 
 INVALID = 0xFFC00000
 
@@ -25,31 +25,11 @@ def f32_image(fmt, code):
 
 
 def rne_f32(x: Fraction, neg_zero: bool) -> int:
-    """f32 code of x (RNE, subnormals, overflow to Inf); an exact zero is -0 iff neg_zero."""
+    """f32 code of x (RNE, subnormals, overflow to Inf); an exact zero is -0 iff neg_zero, an
+    underflow to zero keeps the sign of x (`round_to` gives +0 for both)."""
     if x == 0:
         return 0x80000000 if neg_zero else 0
-    sign = 1 if x < 0 else 0
-    a = abs(x)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    while Fraction(2) ** e > a:
-        e -= 1
-    while Fraction(2) ** (e + 1) <= a:
-        e += 1
-    e = max(e, -126)
-    ulp = Fraction(2) ** (e - 23)
-    q = a / ulp
-    n, r = divmod(q.numerator, q.denominator)
-    if 2 * r > q.denominator or (2 * r == q.denominator and n % 2):
-        n += 1
-    if n == 0:
-        return sign << 31
-    if n == 1 << 24:
-        n, e = 1 << 23, e + 1
-    if e > 127:
-        return (sign << 31) | 0x7F800000
-    if n < 1 << 23:
-        return (sign << 31) | n
-    return (sign << 31) | ((e + 127) << 23) | (n - (1 << 23))
+    return round_to(x, "f32", 23, "nearest") or (int(x < 0) << 31)
 
 
 def f32_value(code):
