@@ -56,13 +56,17 @@ def check_value_input(type_name: str, x, what: str, builtin: str | None = None, 
         want = t.format.dtype
         if np.dtype(x.dtype) != want:
             mod = "np" if want.name in ("float16", "float32") else "ml_dtypes"
+            # a float64 source rounds twice through float32 in some ml_dtypes/XLA versions:
+            # `cast` rounds once on every machine (docs/ARCHITECTURE.md, "Same bits on every device")
             if builtin is None:
                 msg = (f"{what} must hold {want.name} values for a {type_name} operand, got {x.dtype}; "
-                       f"convert explicitly, e.g. x.astype({mod}.{want.name}) (rounds to nearest even)")
+                       f"convert explicitly, e.g. jwmma.numerics.cast(x, {mod}.{want.name}) (rounds to nearest "
+                       f"even once, whatever the numpy/ml_dtypes version)")
             else:
                 msg = (f"{what} must be {want.name} for {builtin} ({type_name} operand), got {x.dtype}; "
-                       f"convert it first, e.g. {what}.astype({mod}.{want.name}) or "
-                       f"jnp.asarray({what}, jnp.{want.name}) (round to nearest even)")
+                       f"convert it first, e.g. jwmma.numerics.cast({what}, {mod}.{want.name}) (rounds to nearest "
+                       f"even once, whatever the numpy/ml_dtypes version; {what}.astype(...) of float64 rounds "
+                       f"twice in ml_dtypes < 0.7)")
             raise TypeError(msg)
         return x
     if not jnp.issubdtype(x.dtype, jnp.integer):

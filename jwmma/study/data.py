@@ -13,6 +13,7 @@ import numpy as np
 
 from ..isa.table import BuiltinSpec, lookup
 from ..isa.types import element_type
+from ..numerics.host import to_f32_odd  # the study rounds float64 once (numerics.host)
 
 __all__ = ["FORMATS", "FORMAT_ALIASES", "SCALINGS", "DISTRIBUTIONS", "format_dtype", "precision", "data_rng",
            "sample", "prune_2_4_f64", "to_f32_odd", "quantise", "auto_scaling", "make_operands", "resolve_format",
@@ -116,19 +117,6 @@ def prune_2_4_f64(a: np.ndarray) -> np.ndarray:
 
 def _fmt_max(dtype) -> float:
     return float(ml_dtypes.finfo(dtype).max)
-
-
-def to_f32_odd(x: np.ndarray) -> np.ndarray:
-    """float64 -> float32 rounded to odd: truncate, and set the last bit if anything was cut.
-    A format with at most 22 significand bits rounded (RNE) from this value gets the correct
-    RNE of ``x`` (ml_dtypes casts float64 through float32, which would round twice)."""
-    x = np.asarray(x, np.float64)
-    r = x.astype(np.float32)
-    over = np.abs(r.astype(np.float64)) > np.abs(x)
-    r = np.where(over, np.nextafter(r, np.float32(0)), r)  # round toward zero
-    inexact = r.astype(np.float64) != x
-    bits = r.view(np.uint32) | inexact.astype(np.uint32)
-    return bits.view(np.float32)
 
 
 def quantise(x: np.ndarray, dtype, scaling: str, axis: int) -> np.ndarray:
