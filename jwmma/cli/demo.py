@@ -16,6 +16,7 @@ from ..engine.step import context
 from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
+from ..numerics.host import cast
 from . import gemm as gemm_cmd
 from .common import CliError, add_target_arg, all_targets, spec_of
 
@@ -44,8 +45,9 @@ def _random_case(spec: BuiltinSpec, waves: int, rng: np.random.Generator):
         # uniform over all of int32, so that some sums overflow (wrap / clamp matter)
         c = rng.integers(-(2**31), 2**31, (waves, spec.m, spec.n), dtype=np.int64).astype(np.int32)
         return a, b, c
-    a = rng.standard_normal((waves, spec.m, spec.k)).astype(spec.a_format.dtype)
-    b = rng.standard_normal((waves, spec.k, spec.n)).astype(spec.b_format.dtype)
+    # one rounding from float64 (numerics.cast): the same operands on every machine
+    a = cast(rng.standard_normal((waves, spec.m, spec.k)), spec.a_format.dtype)
+    b = cast(rng.standard_normal((waves, spec.k, spec.n)), spec.b_format.dtype)
     c = rng.standard_normal((waves, spec.m, spec.n)).astype(np.float32)
     return a, b, c
 

@@ -24,6 +24,7 @@ import numpy as np
 from ..engine.sparsity import prune_2_4
 from ..isa.table import lookup
 from ..isa.types import element_type
+from ..numerics.host import cast
 from ..models.parse import model_label
 from ..study import data as study_data
 from ..study.exact_product import reference
@@ -96,8 +97,8 @@ def run(builtin, models, m, n, k, *, batch=(), dist="normal", scaling="auto", sc
         a, b = study_data.make_operands(dist, k4, m, n, seed, builtin=spec, scaling=scaling)
         a, b = a[..., :k], b[..., :k, :]
         if scale is not None:  # a real-valued scale of the quantised data (re-rounded)
-            a = (a.astype(np.float64) * scale).astype(a.dtype)
-            b = (b.astype(np.float64) * scale).astype(b.dtype)
+            a = cast(a.astype(np.float64) * scale, a.dtype)  # once-rounded on every machine
+            b = cast(b.astype(np.float64) * scale, b.dtype)
         if batch:
             a = np.broadcast_to(a, batch + a.shape).copy()
             b = np.broadcast_to(b, batch + b.shape).copy()
