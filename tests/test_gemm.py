@@ -663,10 +663,10 @@ def test_error_wrong_b_dtype_has_working_conversion_hint(name, bad):
     # every conversion the hint suggests must run and give an acceptable b
     import jax.numpy as jnp
 
-    hints = re.findall(r"(b\.astype\([\w.]+\)|jnp\.asarray\(b, [\w.]+\))", msg)
+    hints = re.findall(r"(b\.astype\([\w.]+\)|jnp\.asarray\(b, [\w.]+\)|jwmma\.numerics\.cast\(b, [\w.]+\))", msg)
     assert hints, msg
     for h in hints:
-        conv = eval(h, {"b": b, "np": np, "jnp": jnp, "ml_dtypes": ml_dtypes})  # noqa: S307
+        conv = eval(h, {"b": b, "np": np, "jnp": jnp, "ml_dtypes": ml_dtypes, "jwmma": jwmma})  # noqa: S307
         assert np.dtype(conv.dtype) == np.dtype(FLOAT_DT[spec.b_type]), h
 
 

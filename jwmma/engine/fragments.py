@@ -65,8 +65,8 @@ def check_value_input(type_name: str, x, what: str, builtin: str | None = None, 
             else:
                 msg = (f"{what} must be {want.name} for {builtin} ({type_name} operand), got {x.dtype}; "
                        f"convert it first, e.g. jwmma.numerics.cast({what}, {mod}.{want.name}) (rounds to nearest "
-                       f"even once, whatever the numpy/ml_dtypes version; {what}.astype(...) of float64 rounds "
-                       f"twice in ml_dtypes < 0.7)")
+                       f"even once, whatever the numpy/ml_dtypes version; {what}.astype of a float64 array rounds "
+                       f"twice, through float32, in ml_dtypes < 0.7)")
             raise TypeError(msg)
         return x
     if not jnp.issubdtype(x.dtype, jnp.integer):
