@@ -1,9 +1,9 @@
-"""Single builtin calls over many waves with device-resident registers (issue #12's row).
+"""Single builtin calls over many waves with device-resident registers (RESULTS.md "Final H200 run").
 
     python benchmarks/bench_calls.py --waves 65536 --rows fp8:cdna3 fp8:exact f16:gfx12_dot4
 
 Rate = emulated multiply-adds = compressed products (waves x M x N x K/2) per second, the
-unit of benchmarks/RESULTS.md and issue #12's table;
+unit of benchmarks/RESULTS.md;
 the registers are placed on the device first, so host transfers are not timed.
 """
 from __future__ import annotations

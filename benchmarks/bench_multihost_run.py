@@ -6,7 +6,7 @@ Configurations (each a fresh job on 127.0.0.1 through `tests/multihost/launch.py
 ``--rounds`` rounds so that the load of other users of the machine hits all alike:
 
 * 1p x 1d     one process, one XLA CPU device (no distribution);
-* 1p x 2d     one process, two forced CPU devices, rows split over them (issue #6's case);
+* 1p x 2d     one process, two forced CPU devices, rows split over them (RESULTS.md "CPU devices (1 vs 2)");
 * 2p x 1d     two processes with one device each, one global mesh (rows split over hosts);
 * 2p x 2d     two processes with two devices each (4 global devices);
 * 1p x 1d pin / 2p x 1d pin: the same pinned with taskset, one core per process.

@@ -1,4 +1,4 @@
-"""The Pallas backend's speed at scale (issue #12), one table in one run, with its bits checked.
+"""The Pallas backend's speed at scale (RESULTS.md "Pallas backend, one H200"), one table in one run, with its bits checked.
 
     python benchmarks/bench_pallas.py --out DIR              # on a GPU: the table (~2-3 min)
     python benchmarks/bench_pallas.py --out DIR --sweep      # + tilings/variants at 4096x4096x8192

@@ -1,8 +1,9 @@
-"""Issue #11 rows, old code against new side by side in one run (ratios, not absolute rates).
+"""CPU rows of builtin calls and GEMMs (RESULTS.md "CPU speed of builtin calls and `exact`"),
+old code against new side by side in one run (ratios, not absolute rates).
 
 The parent runs this same file as a child once per code base (``--child``): the new code with
-this interpreter and the worktree on the path, the old one with ``--old-python`` from a
-directory outside the worktrees (so that it imports its own installed jwmma). The children
+this interpreter and this checkout on the path, the old one with ``--old-python`` from a
+directory outside the checkouts (so that it imports its own installed jwmma). The children
 alternate row by row (old, new, old, new ...) so that a change of load hits both alike.
 
 Rows: whole GEMMs (M = N = --size, K = --k, matrix path) and single builtin calls over
@@ -10,7 +11,10 @@ Rows: whole GEMMs (M = N = --size, K = --k, matrix path) and single builtin call
 
     python benchmarks/bench_speed.py                          # all rows, old vs new
     python benchmarks/bench_speed.py --rows gemm:f16c:cdna3 call:fp8:cdna3
-    python benchmarks/bench_speed.py --old-python /work/ref/.venv/bin/python --old-cwd /tmp
+    python benchmarks/bench_speed.py --old-python ../ref/.venv/bin/python --old-cwd ..
+
+``--old-python`` defaults to ``$JWMMA_REF_PYTHON`` (the interpreter of the other version);
+``--old-cwd`` to the system's temporary directory.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ROWS = [
     "gemm:fp8:cdna3", "gemm:f16c:cdna3", "gemm:bf16:cdna3", "gemm:f16:gfx12_dot4", "gemm:fp8:exact",
@@ -73,8 +78,9 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=2048)
     ap.add_argument("--waves", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--old-python", default="/work/ref/.venv/bin/python")
-    ap.add_argument("--old-cwd", default="/tmp")
+    ap.add_argument("--old-python", default=os.environ.get("JWMMA_REF_PYTHON"),
+                    help="python of the old code (default: $JWMMA_REF_PYTHON)")
+    ap.add_argument("--old-cwd", default=tempfile.gettempdir())
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -82,6 +88,8 @@ def main(argv=None):
         for row in args.rows:
             print(json.dumps(child(row, args.size, args.k, args.waves, args.repeat)), flush=True)
         return 0
+    if not args.old_python:
+        ap.error("--old-python (or $JWMMA_REF_PYTHON) names the python of the old code")
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     me = os.path.abspath(__file__)
     common = ["--size", str(args.size), "--k", str(args.k), "--waves", str(args.waves), "--repeat", str(args.repeat)]

@@ -84,7 +84,7 @@ def models_for(spec) -> list[str]:
 
 def call(spec, model, a, b, c, idx, clamp=True):
     fn = getattr(jwmma, spec.name)
-    if getattr(spec, "dense", False):  # RDNA4 dense WMMA (issue #13): no index
+    if getattr(spec, "dense", False):  # RDNA4 dense WMMA : no index
         if spec.a_type in ("iu8", "iu4"):
             return fn(True, a, False, b, c, clamp, model=model, **KW)
         return fn(a, b, c, model=model, **KW)
@@ -157,7 +157,7 @@ def builtin_cases(out):
     rng = np.random.default_rng(1234)
     for name, spec in jwmma.BUILTINS.items():
         if getattr(spec, "family", "") in ("CDNA3 SMFMAC", "RDNA4 WMMA"):
-            continue  # issue #13's rows: not in the snapshots taken before them (tests/test_siblings*.py)
+            continue  # gfx942 SMFMAC and dense WMMA rows: not in the snapshots taken before them (tests/test_siblings*.py)
         ops = random_regs(rng, spec)
         fin = finite_regs(rng, spec)
         for model in models_for(spec):
@@ -195,7 +195,7 @@ def gemm_operands(rng, spec, batch, m, n, k):
     if spec.integer:
         signed_hi = {"iu8": 128, "i8": 128, "iu4": 8}[spec.a_type]
         # int16: a dtype without a signedness of its own, so a_neg/b_neg decide (int8 would
-        # contradict a_neg=False, issue #10 item 2); the values are those of earlier snapshots
+        # contradict a_neg=False); the values are those of earlier snapshots
         a = rng.integers(0, signed_hi, batch + (m, k)).astype(np.int16)
         b = rng.integers(0, signed_hi, batch + (k, n)).astype(np.int16)
         c = rng.integers(-(2**31), 2**31, batch + (m, n)).astype(np.int32)

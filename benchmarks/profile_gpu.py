@@ -10,6 +10,7 @@ import glob
 import gzip
 import json
 import os
+import tempfile
 
 import jax
 
@@ -22,7 +23,7 @@ def main():
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--config", default="fp8:cdna3")
     ap.add_argument("--path", default="matrix")
-    ap.add_argument("--out", default="/tmp/jwmma_prof")
+    ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "jwmma_prof"))
     args = ap.parse_args()
     fmt, model = args.config.split(":")
     builtin = BUILTIN[fmt]

@@ -1,8 +1,8 @@
 """Tests of the `gfx12_dot4` model (jwmma/models/gfx12.py), all bit for bit (NaNs included:
 this model fixes its NaN payloads).
 
-1. hardware captures: the 44 DOT2 and 6 dense-WMMA results of /work/shared/data/
-   gfx1201_dot_captures.json, plus a subset of rocjitsu's packed-output WMMA captures
+1. hardware captures: the 44 DOT2 and 6 dense-WMMA results of
+   gfx1201_dot_captures.json (tests/data/, or $JWMMA_CAPTURES), plus a subset of rocjitsu's packed-output WMMA captures
    (16-bit accumulators, embedded below);
 2. the scalar reference tests/ref_gfx12.py (plain Python ints, written from NUMERICS.md) on
    random, adversarial and hypothesis-generated inputs for every operand/accumulator format;

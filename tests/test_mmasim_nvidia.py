@@ -2,7 +2,8 @@
 instantiate MMA_T_FDPA): every preset x input format x accumulator that MMA-Sim models, on
 random and adversarial vectors longer than one group (NaN bits included: both write
 0x7FFFFFFF / 0x7FFF), and the hand-made zero-exponent rows. Skipped without torch/mmasim
-(e.g. ``PYTHONPATH=$PWD /work/venvs/mmasim/bin/python -m pytest tests/test_mmasim_nvidia.py``)."""
+(run it with a python that has both, e.g.
+``PYTHONPATH=$PWD $JWMMA_MMASIM_PYTHON -m pytest tests/test_mmasim_nvidia.py``; tests/README.md)."""
 import numpy as np
 import pytest
 

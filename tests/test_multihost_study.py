@@ -71,19 +71,22 @@ def single_slow(tmp_path_factory):
     return one_process(tmp_path_factory.mktemp("single_slow"), "slow")
 
 
-REF_PYTHON = "/work/ref/.venv/bin/python"  # the landed jwmma (one process), if present
+#: the python of another installed jwmma to compare with (tests/README.md); unset: skipped
+REF_PYTHON = os.environ.get("JWMMA_REF_PYTHON", "")
 
 
 @pytest.fixture(scope="module")
 def landed(tmp_path_factory):
     """The same sweep by the landed, unpatched `jwmma study` (its points file is in
     computation order, so rows are compared as sets)."""
-    if not os.path.exists(REF_PYTHON):
-        pytest.skip("no /work/ref venv")
+    if not REF_PYTHON:
+        pytest.skip("JWMMA_REF_PYTHON not set (the python of the jwmma to compare with)")
+    if not os.path.isfile(REF_PYTHON):
+        pytest.skip(f"JWMMA_REF_PYTHON={REF_PYTHON!r} is not a file")
     out = tmp_path_factory.mktemp("landed")
     args = ["-c", "import sys; from jwmma.cli import main; sys.exit(main())", "study", *SWEEP, *MODELS["slow"],
             "-o", str(out)]
-    res = mh_launch.launch(args, num_processes=1, timeout=240, via_env=False, python=REF_PYTHON, cwd="/tmp",
+    res = mh_launch.launch(args, num_processes=1, timeout=240, via_env=False, python=REF_PYTHON, cwd=str(out),
                            extra_env={"PYTHONPATH": ""})  # the landed package, not this one
     check(res, "the landed one-process sweep")
     return out

@@ -1,5 +1,5 @@
 """``--coordinator``, ``--num-processes``, ``--process-id``: how ``jwmma gemm`` and ``jwmma study``
-join a multi-process JAX job (issue #15; README "Several machines").
+join a multi-process JAX job (README "Several machines").
 
 The start-up JAX expects: every value comes from its option, else from the environment
 (``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID``: JAX 0.10 reads only the

@@ -29,7 +29,7 @@ def _pow2_or_none(name, v):
 
 @dataclass(frozen=True)
 class PallasOptions:
-    """Parameters of the Pallas backend (`jwmma.backends.pallas`, issue #12); same bits for
+    """Parameters of the Pallas backend (`jwmma.backends.pallas`); same bits for
     every choice. None: the model family's default (`jwmma.backends.pallas.defaults`).
 
     tm, tn: output tile of one program (powers of two: Triton needs power-of-two tensors).

@@ -84,7 +84,7 @@ _CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accura
 
 
 def rocjitsu_chain_order(kc: int) -> tuple[int, ...]:
-    """rocjitsu's FMA chain order for the CDNA4 8-bit SMFMAC builtins (issue #14 item 4):
+    """rocjitsu's FMA chain order for the CDNA4 8-bit SMFMAC builtins (NUMERICS.md 8.3):
     chain step -> compressed column. Its ``exec_smfmac_f32_16x16x128_fp8`` /
     ``_32x32x64_fp8`` (shared/mma_exec.h) walk the A registers: step cc reads byte
     4*hb + (cc & 3) of lane group ga, with (ga, hb) = (2*b5 + b3, 2*b2 + b4) for Kc = 64 and

@@ -1,5 +1,5 @@
-"""`fma_chain`: an f32 fused multiply-add chain over the compressed products (NUMERICS.md;
-issue #14 item 4). acc <- RN_f32(a_k * b_k + acc), one rounding per product, IEEE specials,
+"""`fma_chain`: an f32 fused multiply-add chain over the compressed products (NUMERICS.md
+8.3). acc <- RN_f32(a_k * b_k + acc), one rounding per product, IEEE specials,
 subnormals kept; a 16-bit accumulator is widened exactly and the final f32 narrowed once.
 
 Three parameters, each rocjitsu's choice or the earlier jwmma one (`FMAChain()` is the

@@ -1,5 +1,5 @@
 """`FusedDotAdd`: the truncated fused dot-product-add of NVIDIA tensor cores (NUMERICS.md
-"NVIDIA tensor cores"; issue #14).
+"NVIDIA tensor cores").
 
 MMA-Sim 2.1.1 `mmasim.arithmetic.fdpa.MMA_T_FDPA(F, rho, L_max, e_zero)` made parametric and
 bit-exact in integer arithmetic. Per output, the K products are taken in consecutive groups of

@@ -1,5 +1,5 @@
 """NVIDIA tensor cores as `FusedDotAdd` parameters, chosen from the operand formats the way
-`cdna3` chooses its group size (NUMERICS.md "NVIDIA tensor cores"; issue #14).
+`cdna3` chooses its group size (NUMERICS.md "NVIDIA tensor cores").
 
 The table transcribes MMA-Sim 2.1.1 ``mmasim/nv_ptx/sim.py`` (classes MMA, WGMMA, TCGen05MMA):
 

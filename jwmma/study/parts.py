@@ -1,4 +1,4 @@
-"""The files of a study directory and how they are written so that nothing is lost (issue #15).
+"""The files of a study directory and how they are written so that nothing is lost (README "Several machines").
 
 Layout of a study directory OUT:
 

@@ -1,4 +1,5 @@
-"""Which process computes which study points (sweeps spread over processes, issue #15).
+"""Which process computes which study points (sweeps spread over processes; README
+"Several machines").
 
 The unit of work is a *data unit*: (builtin, format, dist, scaling, K, M, N, seed), i.e.
 one draw of operands and its exact reference, shared by every (model, remedy) point of the

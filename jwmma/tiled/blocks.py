@@ -1,7 +1,7 @@
 """The bounded loop of a whole GEMM: chunks of whole GEMMs of the batch, and blocks of rows of
 one GEMM, one after the other, each block's operands prepared inside the loop.
 
-Issue #10 item 6 (API.md section 5, "bounded memory"): peak memory must stay under a few times
+API.md section 5, "bounded memory": peak memory must stay under a few times
 the operand bytes plus a fixed working set at any batch size. So nothing of the size of the
 batch is made besides D: each block's operands are sliced from the inputs as given (the
 user's fp8/f16/... arrays, or codes), converted (`prepare`: compression, element codes,

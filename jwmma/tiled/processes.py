@@ -1,4 +1,4 @@
-"""Several processes (hosts) as one JAX job: joining, agreement checks, barriers (issue #15).
+"""Several processes (hosts) as one JAX job: joining, agreement checks, barriers (README "Several machines").
 
 jwmma uses JAX's multi-controller runtime as it is: every process runs the same program,
 `jax.distributed.initialize` joins them, `jax.devices()` lists every process's devices and a

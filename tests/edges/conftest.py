@@ -1,16 +1,17 @@
-"""Shared set-up of the issue-#10 edge suite (kept small; the references are in edges_oracles.py).
+"""Shared set-up of the edge-case suite (README "Edge cases") (kept small; the references are in edges_oracles.py).
 
 * hypothesis profiles: ``edges`` (default: modest example counts, about a minute of CPU for
   test_properties.py once compiled) and ``slow`` (``--hypothesis-profile=slow``: many more
   examples, all 25 builtins, more shapes and models);
 * JAX's persistent compilation cache in $JWMMA_EDGES_JAX_CACHE (default
-  /tmp/jwmma-edges-jax-cache; "0" turns it off): a float builtin costs 8-20 s to compile on
+  jwmma-edges-jax-cache in the system's temporary directory; "0" turns it off): a float builtin costs 8-20 s to compile on
   the 2-core machine, once; the cache changes no result;
 * ``--hypothesis-profile=wide``: the draws of ``slow`` (all builtins, shapes, models) with 30
   examples per property, no shrinking.
 """
 import os
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def pytest_configure(config):
     if profile:
         settings.load_profile(profile)
     edges_profile.WIDE = profile in ("slow", "wide")
-    cache = os.environ.get("JWMMA_EDGES_JAX_CACHE", "/tmp/jwmma-edges-jax-cache")
+    cache = os.environ.get("JWMMA_EDGES_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jwmma-edges-jax-cache"))
     if cache and cache != "0":
         import jax
 

@@ -1,4 +1,5 @@
-"""The Pallas backend: one fused kernel per model family for a whole GEMM (issue #12).
+"""The Pallas backend: one fused kernel per model family for a whole GEMM (benchmarks/RESULTS.md
+"Pallas backend, one H200").
 
 A program owns a (tm x tn) output tile and keeps its accumulator in registers across K in
 hardware order (`driver`); each model family gives the per-unit step (`fused` for
@@ -34,7 +35,7 @@ __all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO
 
 #: backend='auto' on a GPU: whether the family's kernel beats the XLA path on an H200; the key
 #: is (family, 8-bit operands). Pallas rates: benchmarks/RESULTS.md "Pallas backend" (M = N =
-#: K = 8192); XLA-path rates: issue #12's table (same GPU type)
+#: K = 8192); XLA-path rates: its "One H200" table (same GPU type)
 AUTO = {
     ("fused", True): True,  # fp8 cdna3 5.4e11 MAC/s, 1.65x the XLA path
     ("fused", False): True,  # f16 cdna3 4.4e11, 1.4x
