@@ -9,7 +9,9 @@ import time
 
 import jax
 
-from ..models.parse import parse_model, split_list
+from .. import models as _models
+from ..engine.step import context
+from ..models.parse import model_label, parse_model, split_list
 from ..study.data import DISTRIBUTIONS, SCALINGS, resolve_format
 from ..study.share import resolve_share
 from ..study.store import json_default, merge
@@ -91,6 +93,43 @@ def _local_device_kw(args) -> dict:
     return {} if n == 1 else {"devices": n}
 
 
+def _refusal(model, spec) -> str | None:
+    """Why ``model`` cannot run ``spec`` (its formats), or None."""
+    try:
+        _models.resolve(model, context(spec), spec.default_model)
+    except (ValueError, TypeError) as e:
+        return str(e)
+    return None
+
+
+def _study_models(given, specs, say=None) -> list:
+    """The models of the sweep: those given (each must run on every builtin of the sweep; a
+    CliError names the ones that do), or DEFAULT_MODELS less those that do not apply."""
+    if not given:
+        kept = [m for m in DEFAULT_MODELS if all(_refusal(m, s) is None for s in specs)]
+        if not kept:
+            raise CliError(f"no default model ({', '.join(DEFAULT_MODELS)}) runs on "
+                           f"{', '.join(s.name for s in specs)}; give --model")
+        left = [m for m in DEFAULT_MODELS if m not in kept]
+        if left and say:
+            say(f"jwmma study: default models {', '.join(kept)} ({', '.join(left)} does not apply to "
+                f"{', '.join(s.name for s in specs)})")
+        return [parse_model(m) for m in kept]
+    try:
+        models = [parse_model(x) for x in many(given, ())]
+    except ValueError as e:
+        raise CliError(f"--model: {e}") from None
+    for mo in models:
+        for spec in specs:
+            why = _refusal(mo, spec)
+            if why is not None:
+                runs = [n for n in _models.names() if _refusal(n, spec) is None]
+                raise CliError(f"--model {model_label(mo)} cannot run {spec.name}: {why}. Models that run on "
+                               f"{spec.name}: {', '.join(runs) or 'none'} (without --model: "
+                               f"{', '.join(m for m in DEFAULT_MODELS if m in runs) or 'none'})")
+    return models
+
+
 def cmd_study(args) -> int:
     """``jwmma study``: run the sweep (or this process's share of it), print the table (or JSON)."""
     if args.m_given is not None:  # -m is M in `jwmma gemm`; here it would be ambiguous
@@ -123,10 +162,8 @@ def _cmd_study(args, share) -> int:
         formats = many(args.format, () if args.builtin else ("fp8",)) + many(args.builtin, ())
         for f in formats:  # every builtin of the sweep must run on --target (CliError names it)
             check_target(resolve_format(f)[1], args.target)
-        try:
-            models = [parse_model(x) for x in many(args.model, DEFAULT_MODELS)]
-        except ValueError as e:
-            raise ValueError(f"--model: {e}") from None
+        models = _study_models(args.model, [resolve_format(f, args.target)[1] for f in formats],
+                               None if args.quiet else (lambda s: print(s, file=sys.stderr)))
         dists = many(args.dist, ("normal",))
         remedies = many(args.remedy, ("none",))
         if args.seeds < 1:
@@ -173,7 +210,7 @@ def add(subparsers) -> None:
                    "default 128:16384)")
     p.add_argument("-m", dest="m_given", default=None, help=argparse.SUPPRESS)  # refused: see _cmd_study
     p.add_argument("--model", action="append", metavar="LIST",
-                   help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain)")
+                   help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain: those of them that apply to every builtin of the sweep)")
     p.add_argument("--dist", action="append", metavar="LIST",
                    help=f"data distributions: {', '.join(DISTRIBUTIONS)} (default normal)")
     p.add_argument("--format", "-f", action="append", metavar="LIST",
