@@ -24,13 +24,25 @@ def is_concrete(x) -> bool:
 
 
 def as_array(x, what: str):
-    """numpy / JAX arrays pass through; lists and scalars become numpy arrays."""
-    if isinstance(x, (np.ndarray, jax.Array)) or not is_concrete(x):
+    """numpy / JAX arrays pass through; lists and scalars become numpy arrays. A numpy array
+    in non-native byte order (e.g. ``np.dtype('>f4')`` read from a file) becomes the same
+    values in native order: JAX cannot take it, and its dtype would otherwise fail every
+    dtype check while naming the right type."""
+    if isinstance(x, jax.Array) or not is_concrete(x):
         return x
-    try:
-        return np.asarray(x)
-    except Exception as e:  # pragma: no cover - odd objects
-        raise TypeError(f"{what} must be an array, got {type(x).__name__}") from e
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except Exception as e:  # pragma: no cover - odd objects
+            raise TypeError(f"{what} must be an array, got {type(x).__name__}") from e
+    return native_order(x)
+
+
+def native_order(x: np.ndarray) -> np.ndarray:
+    """``x`` with a native-byte-order dtype, values kept (``x`` itself when it already is)."""
+    if x.dtype.isnative:
+        return x
+    return x.astype(x.dtype.newbyteorder("="))
 
 
 def check_last_dims(x, want: tuple, what: str, form: str):
