@@ -64,3 +64,18 @@ def pytest_collection_modifyitems(config, items):
         i = seen[key] = seen.get(key, -1) + 1
         if i % every:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cli_cache_in_tmp(tmp_path_factory):
+    """The `jwmma` command keeps compiled programs in $XDG_CACHE_HOME/jwmma: a test that runs
+    it in a subprocess writes into a temporary folder, never the user's own cache."""
+    import os
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
