@@ -123,10 +123,10 @@ def test_isa_is_numpy_only():
     assert not bad, "\n".join(bad)
 
 
-#: the one module that may read the environment: the CLI's start-up of a multi-process job
-#: (JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID, SLURM detection), once,
-#: before anything is traced (issue #15)
-ENV_READERS = {PKG / "cli" / "processes.py"}
+#: the modules that may read the environment, both at the CLI's start-up, before anything is
+#: traced: the start-up of a multi-process job (JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES /
+#: JAX_PROCESS_ID, SLURM detection) and the compilation cache's folder (XDG_CACHE_HOME)
+ENV_READERS = {PKG / "cli" / "processes.py", PKG / "cli" / "cache.py"}
 
 
 @pytest.mark.parametrize("word", ["os.environ", "os.getenv", "environ.get", "getenv("])
