@@ -1,5 +1,5 @@
 """``jwmma study`` without --model runs the default models that apply to the sweep's builtins
-(an f16-output RDNA4 builtin: not `cdna3`, which accumulates in f32 only, NUMERICS.md); an
+plus the builtin's own default model (an f16-output RDNA4 builtin: gfx12_dot4, not `cdna3`, which accumulates in f32 only, NUMERICS.md); an
 explicit model that cannot run is refused (exit 2) with the models that can, and nothing runs."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_default_models_are_those_that_apply(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert rc == 0, err
     rows = json.loads(out)
-    assert {r["model"] for r in rows} == {"exact", "fma_chain"}
+    assert {r["model"] for r in rows} == {"exact", "fma_chain", "gfx12_dot4"}  # + the builtin's own default
     assert {r["builtin"] for r in rows} == {F16_OUT}
     assert "cdna3" in err and "does not apply" in err  # says what it left out
 
@@ -30,7 +30,7 @@ def test_explicit_model_that_cannot_run_is_refused_with_the_list(capsys, tmp_pat
     listed = err.split("Models that run on", 1)[1]
     for name in ("exact", "fma_chain", "gfx12_dot4"):
         assert name in listed
-    assert "cdna3," not in listed and "without --model: exact, fma_chain" in err
+    assert "cdna3," not in listed and "without --model: exact, fma_chain, gfx12_dot4" in err
     assert not out_dir.exists()  # refused before anything ran
 
 

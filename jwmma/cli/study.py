@@ -104,13 +104,16 @@ def _refusal(model, spec) -> str | None:
 
 def _study_models(given, specs, say=None) -> list:
     """The models of the sweep: those given (each must run on every builtin of the sweep; a
-    CliError names the ones that do), or DEFAULT_MODELS less those that do not apply."""
+    CliError names the ones that do), or DEFAULT_MODELS less those that do not apply, plus the
+    builtins' own default models (a study of an RDNA4 builtin compares its gfx12_dot4)."""
     if not given:
-        kept = [m for m in DEFAULT_MODELS if all(_refusal(m, s) is None for s in specs)]
+        own = [s.default_model for s in specs if isinstance(s.default_model, str)]
+        candidates = list(dict.fromkeys(list(DEFAULT_MODELS) + own))
+        kept = [m for m in candidates if all(_refusal(m, s) is None for s in specs)]
         if not kept:
             raise CliError(f"no default model ({', '.join(DEFAULT_MODELS)}) runs on "
                            f"{', '.join(s.name for s in specs)}; give --model")
-        left = [m for m in DEFAULT_MODELS if m not in kept]
+        left = [m for m in candidates if m not in kept]
         if left and say:
             say(f"jwmma study: default models {', '.join(kept)} ({', '.join(left)} does not apply to "
                 f"{', '.join(s.name for s in specs)})")
@@ -126,7 +129,7 @@ def _study_models(given, specs, say=None) -> list:
                 runs = [n for n in _models.names() if _refusal(n, spec) is None]
                 raise CliError(f"--model {model_label(mo)} cannot run {spec.name}: {why}. Models that run on "
                                f"{spec.name}: {', '.join(runs) or 'none'} (without --model: "
-                               f"{', '.join(m for m in DEFAULT_MODELS if m in runs) or 'none'})")
+                               f"{', '.join(m for m in dict.fromkeys([*DEFAULT_MODELS, spec.default_model]) if m in runs) or 'none'})")
     return models
 
 
@@ -210,7 +213,7 @@ def add(subparsers) -> None:
                    "default 128:16384)")
     p.add_argument("-m", dest="m_given", default=None, help=argparse.SUPPRESS)  # refused: see _cmd_study
     p.add_argument("--model", action="append", metavar="LIST",
-                   help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain: those of them that apply to every builtin of the sweep)")
+                   help="models: preset names or e.g. \"FusedGroups(group=32)\" (default exact,cdna3,fma_chain and the builtins' own default models: those that apply to every builtin of the sweep)")
     p.add_argument("--dist", action="append", metavar="LIST",
                    help=f"data distributions: {', '.join(DISTRIBUTIONS)} (default normal)")
     p.add_argument("--format", "-f", action="append", metavar="LIST",
