@@ -110,7 +110,7 @@ def _check(builtin, model, kw):
         bad = np.argwhere(ref.astype(np.uint32) != got.astype(np.uint32))
         assert bad.size == 0, (
             f"{builtin} {m_obj.describe()} {kw}: {len(bad)} of {ref.size} outputs differ, first at {tuple(bad[0])}: "
-            f"xla {ref[tuple(bad[0])] & 0xFFFFFFFF:#010x} pallas {got[tuple(bad[0])] & 0xFFFFFFFF:#010x}")
+            f"xla {int(ref[tuple(bad[0])]) & 0xFFFFFFFF:#010x} pallas {int(got[tuple(bad[0])]) & 0xFFFFFFFF:#010x}")
 
 
 def _id(case):
