@@ -41,9 +41,9 @@ def make_step(spec, model: IntegerDot, ctx: Context, *, a_signed=True, b_signed=
     def step(view, acc):
         sums = [None, None]
         for q in range(kc // 2):
-            rows = [decode_int(fb, view.b_row(4 * q + r)) for r in range(4)]
+            rows = [decode_int(fb, row) for row in view.b_rows(q)]
             for c in (2 * q, 2 * q + 1):
-                p = decode_int(fa, view.a_col(c)) * kl.select4(view.p_col(c), rows)
+                p = decode_int(fa, view.a_col(c)) * view.pick(c, rows)
                 st = int(c >= kc - kc // 2) if staged else 0  # `IntegerDot`: the second half of K
                 sums[st] = p if sums[st] is None else sums[st] + p
         if not ctx.clamp:
