@@ -8,7 +8,8 @@ Each row times `jwmma.backends.pallas.matrix_path` (operand-word and summary pre
 included) on M = N = K = 8192 (``--size``) tile-padded codes of realistic random values with an
 adversarial corner (`jwmma.backends.pallas.testdata`), beside `jnp.dot(f32, HIGHEST)` of the
 same shape in the same run: one warm-up call (compile), then the median of ``--reps`` calls,
-each ended by `block_until_ready`. MAC = emulated (compressed) multiply-add = M*N*K/2. Two
+each ended by `block_until_ready`. MAC = emulated multiply-add: M*N*K/2 for a sparse
+builtin (compressed A), M*N*K for a dense one (RDNA4 WMMA rows). Two
 blocks of every D (the corner tile, rows/cols 0..31/0..63, and an interior one) go to
 ``DIR/samples.npz``; ``--check DIR`` rebuilds the same operands on the CPU and compares
 those blocks with the XLA path's bits (an output depends only on its row of A and column of B).
@@ -44,6 +45,8 @@ ROWS = [
     ("fp8_gfx12", "swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", {}),
     ("fp8_exact", "smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
     ("fp8_fma_chain_k", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", {}),
+    ("f16_wmma_gfx12", "wmma_f32_16x16x16_f16_w32_gfx12", "gfx12_dot4", {}),  # dense RDNA4 WMMA
+    ("bf16_wmma_gfx12", "wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", {}),
 ]
 #: --sweep: cheaper variants toward 1e12 for cdna3 / gfx12 (same bits; bit-tested on the CPU)
 SWEEP = [
@@ -97,7 +100,7 @@ def bench_row(label, builtin, model, kw, m, n, k, reps, out_dir):
     if out_dir:  # one small uncompressed file, rewritten after every row
         SAMPLES.update({f"{label}|r{r}_c{cc}": d[r:r + 32, cc:cc + 64] for r, cc in _blocks(m)})
         np.savez(os.path.join(out_dir, "samples.npz"), **SAMPLES)
-    mac = m * n * k / 2
+    mac = m * n * k if spec.dense else m * n * k / 2
     return dict(label=label, builtin=builtin, model=model, options=kw, m=m, n=n, k=k,
                 tiling=f"{t.tm}x{t.tn} w{t.num_warps} s{t.num_stages}{' vec3' if t.vec3 else ''}",
                 compile_s=round(first - med, 2), time_ms=round(med * 1e3, 2), mac_per_s=mac / med)

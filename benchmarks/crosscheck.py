@@ -38,6 +38,15 @@ GEMMS = [
     ("smfmac_f32_16x16x64_bf16", "fma_chain_k", 128, 128, 4),
     ("swmmac_i32_16x16x32_iu8_w32", "exact", 128, 128, 8),
     ("smfmac_i32_16x16x128_i8", "exact", 128, 128, 4),
+    # dense RDNA4 WMMA (the driver's dense reading, issue #20)
+    ("wmma_f32_16x16x16_f16_w32_gfx12", "gfx12_dot4", 128, 128, 8),
+    ("wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", 128, 128, 8),
+    ("wmma_bf16_16x16x16_bf16_w32_gfx12", "gfx12_dot4", 128, 128, 8),
+    ("wmma_f32_16x16x16_fp8_bf8_w32_gfx12", "gfx12_dot4", 128, 128, 8),
+    ("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", 128, 128, 8),
+    ("wmma_f32_16x16x16_f16_w32_gfx12", "exact", 128, 128, 8),
+    ("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", 128, 128, 8),
+    ("wmma_i32_16x16x32_iu4_w32_gfx12", "staged_clamp", 128, 128, 8),
 ]
 
 

@@ -69,6 +69,33 @@ SLOW = [
     ("swmmac_i32_16x16x32_iu4_w32", "exact", dict(clamp=True)),
 ]
 
+# dense RDNA4 WMMA (issue #20): every row x every model with a kernel (Nvidia models have
+# none); the default set takes one row per kernel family and accumulator kind
+_WF = ("wmma_f32_16x16x16_f16_w32_gfx12", "wmma_f32_16x16x16_bf16_w32_gfx12")
+_W16 = ("wmma_f16_16x16x16_f16_w32_gfx12", "wmma_bf16_16x16x16_bf16_w32_gfx12")
+_W8 = tuple(f"wmma_f32_16x16x16_{x}_{y}_w32_gfx12" for x in ("fp8", "bf8") for y in ("fp8", "bf8"))
+_WI = ("wmma_i32_16x16x16_iu8_w32_gfx12", "wmma_i32_16x16x16_iu4_w32_gfx12", "wmma_i32_16x16x32_iu4_w32_gfx12")
+DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in (None, "exact", "fma_chain_k", "cdna3", "cdna3_c785138")]
+             + [(b, m, {}) for b in _W16 for m in (None, "exact", "fma_chain_k")]
+             + [(b, m, dict(clamp=cl)) for b in _WI for m in (None, "exact") for cl in (False, True)])
+DENSE_CORE = [
+    ("wmma_f32_16x16x16_f16_w32_gfx12", None, {}),  # gfx12_dot4, f32 by conversion
+    ("wmma_bf16_16x16x16_bf16_w32_gfx12", None, {}),  # gfx12_dot4, per-step bf16 truncation
+    ("wmma_f32_16x16x16_fp8_bf8_w32_gfx12", None, {}),  # gfx12_dot4, one grid per step
+    ("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", {}),  # fused groups, 3-D kernel
+    ("wmma_f32_16x16x16_bf16_w32_gfx12", "exact", {}),
+    ("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", {}),
+    ("wmma_i32_16x16x32_iu4_w32_gfx12", None, dict(clamp=True)),  # staged: c < 16, then the rest
+    ("wmma_i32_16x16x16_iu8_w32_gfx12", "exact", dict(clamp=True)),
+]
+DENSE_SLOW = [c for c in DENSE_ALL if c not in DENSE_CORE] + [
+    ("wmma_f32_16x16x16_f16_w32_gfx12", None, dict(float_round=False)),
+    ("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", dict(vec3=False, reload=True, float_combine=False)),
+    ("wmma_f32_16x16x16_bf16_w32_gfx12", "cdna3", dict(vec3=False, float_combine=True)),
+    ("wmma_f16_16x16x16_f16_w32_gfx12", models.Gfx12Dot4(fp16_ovfl=True), {}),
+    ("wmma_bf16_16x16x16_bf16_w32_gfx12", models.Gfx12Dot4(bf16_narrowing="nearest"), {}),
+]
+
 
 def _cases(spec, clamp):
     """(a, pos, b, c) codes: two testdata draws, then hand-made edges on rows 32..63."""
@@ -84,9 +111,17 @@ def _cases(spec, clamp):
         rng = np.random.default_rng(4)
         sub = rng.integers(1, 1 << fc.mbits, (16, N)) | (rng.integers(0, 2, (16, N)) << (fc.bits - 1))
         c[32:48] = sub.astype(np.int64).astype(np.int32)
+        fb = spec.b_format  # NaN and +-Inf B elements in columns 3, 4 (every format has a NaN)
+        b[::5, 3] = fb.qnan
+        if fb.inf:
+            inf = ((1 << fb.ebits) - 1) << fb.mbits
+            b[1::7, 4], b[2::7, 4] = inf, inf | (1 << (fb.bits - 1))
         c[48:64, :8] = 0  # +0 C with the cancelling pattern below
         a[48:64, 0::2] = a[48:64, 1::2] ^ (1 << (spec.a_format.bits - 1))  # x, -x in every block
-        p[48:64, 0::2] = p[48:64, 1::2]
+        if spec.dense:  # the pair multiplies B rows 2q, 2q+1, equal in columns 48-63 (testdata)
+            c[48:64, 48:56] = 0
+        else:
+            p[48:64, 0::2] = p[48:64, 1::2]
     out.append((a, p, b, c))
     return out
 
@@ -110,7 +145,7 @@ def _check(builtin, model, kw):
         bad = np.argwhere(ref.astype(np.uint32) != got.astype(np.uint32))
         assert bad.size == 0, (
             f"{builtin} {m_obj.describe()} {kw}: {len(bad)} of {ref.size} outputs differ, first at {tuple(bad[0])}: "
-            f"xla {ref[tuple(bad[0])] & 0xFFFFFFFF:#010x} pallas {got[tuple(bad[0])] & 0xFFFFFFFF:#010x}")
+            f"xla {int(ref[tuple(bad[0])]) & 0xFFFFFFFF:#010x} pallas {int(got[tuple(bad[0])]) & 0xFFFFFFFF:#010x}")
 
 
 def _id(case):
@@ -127,6 +162,157 @@ def test_bits_core(case):
 @pytest.mark.parametrize("case", SLOW, ids=_id)
 def test_bits_slow(case):
     _check(*case)
+
+
+@pytest.mark.parametrize("case", DENSE_CORE, ids=_id)
+def test_dense_bits_core(case):
+    _check(*case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", DENSE_SLOW, ids=_id)
+def test_dense_bits_slow(case):
+    _check(*case)
+
+
+def test_dense_grid_covers_every_row_and_kernel_model():
+    """DENSE_ALL holds every dense row with every preset that has a kernel there, and the
+    default and slow sets together hold DENSE_ALL."""
+    from jwmma.isa.table import BUILTINS
+    from jwmma.models.presets import names
+
+    want = set()
+    for name, spec in BUILTINS.items():
+        if not spec.dense:
+            continue
+        for preset in names(integer=spec.integer):
+            try:
+                m_obj = models.resolve(preset, context(spec), spec.default_model)
+                if pallas.family(m_obj) is not None and pallas.kernel_for(spec, m_obj, PAL):
+                    want.add((name, m_obj))
+            except ValueError:  # the model does not apply to the row, or has no kernel there
+                continue
+    assert len({b for b, _ in want}) == 11
+    have = {(b, models.resolve(m, context(lookup(b)), lookup(b).default_model)) for b, m, _ in DENSE_ALL}
+    assert want <= have, sorted(str(x) for x in want - have)
+    assert all(c in DENSE_CORE or c in DENSE_SLOW for c in DENSE_ALL)
+
+
+def _draw(rng, shape, lo=-12, hi=12):
+    """x = N(0, 1) * 2**U{lo..hi-1} elementwise (float64), the draw of issue #20."""
+    return rng.standard_normal(shape) * 2.0 ** rng.integers(lo, hi, shape)
+
+
+def _sprinkle(rng, x, rate):
+    """NaN, +-Inf and -0 at random places (a fraction ``rate``) of a float64 array."""
+    x = x.copy()
+    where = rng.random(x.shape) < rate
+    x[where] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0]), where.sum())
+    return x
+
+
+#: per element type: (smallest exponent of the wide draw, the exponents of the "tiny" block)
+_WIDE = {"f16": (-24, (-14, -10)), "bf16": (-70, (-75, -65)), "fp8": (-9, (-9, -6)), "bf8": (-16, (-16, -12))}
+
+
+def _dense_operands(builtin, seed):
+    """(a, b, c, gemm keywords) of an odd-shaped batched GEMM of a dense builtin: wide
+    exponents; A rows 30-36 and B columns 38-44 tiny, so that their products (and C there) are
+    down at the accumulator's subnormals where the formats reach them; NaN/Inf/-0 in A rows
+    0-5, B columns 0-5 and C; integers at their limits with C next to INT32_MIN/MAX (clamp)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(seed)
+    spec = lookup(builtin)
+    (bt, m, k, n) = (2, 37, 53, 45)
+    if spec.integer:
+        a = rng.integers(0, 16 if "iu4" in builtin else 256, (bt, m, k)).astype(np.uint8)
+        b = rng.integers(-8 if "iu4" in builtin else -128, 8 if "iu4" in builtin else 128, (bt, k, n))
+        c = np.where(rng.random((bt, m, n)) < 0.5, 2**31 - 1, -(2**31)) - rng.integers(-2**12, 2**12, (bt, m, n))
+        kw = dict(a_neg=False, b_neg=True, clamp=True)
+        return a, b.astype(np.int8), np.clip(c, -(2**31), 2**31 - 1).astype(np.int32), kw
+    dt = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e4m3fn,
+          "bf8": ml_dtypes.float8_e5m2, "f32": np.float32}
+    (lo_a, tiny_a), (lo_b, tiny_b) = _WIDE[spec.a_type], _WIDE[spec.b_type]
+    a = _draw(rng, (bt, m, k), lo_a, 8)
+    b = _draw(rng, (bt, k, n), lo_b, 8)
+    c = _draw(rng, (bt, m, n), -12, 8)
+    a[:, 30:] = _draw(rng, (bt, m - 30, k), *tiny_a)
+    b[:, :, 38:] = _draw(rng, (bt, k, n - 38), *tiny_b)
+    c[:, 30:, 38:] = _draw(rng, (bt, m - 30, n - 38), tiny_a[0] + tiny_b[0] - 4, tiny_a[0] + tiny_b[0] + 2)
+    a[:, :, 5] = 0.0  # exact zeros next to the specials
+    a[:, :6] = _sprinkle(rng, a[:, :6], 1 / 8)
+    b[:, :, :6] = _sprinkle(rng, b[:, :, :6], 1 / 8)
+    c = _sprinkle(rng, c, 1 / 64)
+    return a.astype(dt[spec.a_type]), b.astype(dt[spec.b_type]), c.astype(dt[spec.c_type]), {}
+
+
+DENSE_GEMM = [
+    ("wmma_f32_16x16x16_bf16_w32_gfx12", None),
+    ("wmma_f16_16x16x16_f16_w32_gfx12", None),
+    ("wmma_i32_16x16x16_iu8_w32_gfx12", None),
+    pytest.param("wmma_bf16_16x16x16_bf16_w32_gfx12", None, marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_fp8_bf8_w32_gfx12", None, marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_bf16_w32_gfx12", "cdna3", marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_f16_w32_gfx12", "exact", marks=pytest.mark.slow),
+    pytest.param("wmma_bf16_16x16x16_bf16_w32_gfx12", "fma_chain_k", marks=pytest.mark.slow),
+    pytest.param("wmma_i32_16x16x32_iu4_w32_gfx12", None, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("builtin,model", DENSE_GEMM)
+def test_dense_gemm_odd_shapes_batch(builtin, model):
+    """`jwmma.gemm` of a dense builtin, batch 2 x 37 x 53 x 45 (M, K, N no tile multiples):
+    backend='pallas' (interpret mode) gives backend='xla''s bits, NaN payloads included."""
+    a, b, c, kw = _dense_operands(builtin, seed=hash(builtin) % 1000)
+    kw = dict(kw, builtin=builtin, model=model)
+    ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
+    got = np.asarray(jwmma.gemm(a, b, c, options=Options(backend="pallas", pallas=PallasOptions(interpret=True)),
+                                **kw))
+    assert ref.shape == got.shape == (2, 37, 45)
+    bits = lambda x: x.view(np.uint32 if x.dtype.itemsize == 4 else np.uint16)  # noqa: E731
+    np.testing.assert_array_equal(bits(ref), bits(got))
+    spec = lookup(builtin)
+    if not spec.integer:  # the data reaches what the docstring says
+        f = ref.astype(np.float32)
+        assert np.isnan(f).any() and np.isinf(f).any() and np.isfinite(f).mean() > 0.5
+        fc = FLOAT_FORMATS.get(spec.c_type, F32)
+        sub = (np.abs(f) < 2.0 ** (fc.min_exp)) & (f != 0)
+        assert sub.any() or (spec.c_type == "f32" and spec.a_type != "bf16")
+    else:
+        assert (ref == 2**31 - 1).any() and (ref == -(2**31)).any()
+
+
+def test_dense_wmma_pallas_issue20_repro():
+    """Issue #20 defect 3: this GEMM raised 'inconsistent operands: a (64, 256), b (256, 48),
+    c (64, 48)' on backend='pallas' (and so on 'auto' on a GPU); now XLA's bits."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(1011)
+    a = _draw(rng, (64, 256)).astype(ml_dtypes.bfloat16)
+    b = _draw(rng, (256, 48)).astype(ml_dtypes.bfloat16)
+    c = _draw(rng, (64, 48)).astype(np.float32)
+    kw = dict(builtin="wmma_f32_16x16x16_bf16_w32_gfx12")
+    ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
+    got = np.asarray(jwmma.gemm(a, b, c, options=jwmma.Options(backend="pallas",
+                                                              pallas=jwmma.PallasOptions(interpret=True)), **kw))
+    np.testing.assert_array_equal(ref.view(np.uint32), got.view(np.uint32))
+    assert np.isfinite(ref).all() and (ref != 0).all()
+
+
+def test_dense_cases_are_adversarial():
+    """The dense codes hold NaN/Inf, subnormals, zero columns and exact cancellations, and
+    the reference reaches NaN, Inf, subnormal and zero results."""
+    spec = lookup("wmma_f32_16x16x16_bf16_w32_gfx12")
+    cases = _cases(spec, False)
+    a, p, b, c = (np.concatenate(x) for x in zip(*cases))
+    assert a.shape == (3 * M, 2 * spec.k) and b.shape == (6 * spec.k, N) and not p.any()
+    assert ((a & 0x7F80) == 0x7F80).any() and ((b & 0x7F80) == 0x7F80).any()
+    assert (a == 0x8000).any() and ((a & 0x7F80) == 0).any()
+    ref = np.concatenate([_run(paths.matrix_path, XLA, spec, models.Gfx12Dot4(), False, *x)
+                          for x in cases]).view(np.float32)
+    assert np.isnan(ref).any() and np.isinf(ref).any() and (ref == 0).any()
+    assert ((np.abs(ref) < 2.0**-126) & (ref != 0)).any()
 
 
 def test_cases_are_adversarial():
@@ -225,10 +411,19 @@ def _foreign_model():
     pytest.param("smfmac_f32_16x16x128_fp8_fp8", "exact", marks=pytest.mark.slow),
     pytest.param("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", marks=pytest.mark.slow),
     pytest.param("swmmac_i32_16x16x32_iu8_w32", None, marks=pytest.mark.slow),
+    # dense WMMA: the driver's dense reading (no positions, two candidate rows per block)
+    ("wmma_f32_16x16x16_f16_w32_gfx12", None),
+    pytest.param("wmma_bf16_16x16x16_bf16_w32_gfx12", None, marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", marks=pytest.mark.slow),  # 3-D kernel
+    pytest.param("wmma_f32_16x16x16_bf16_w32_gfx12", "cdna3", marks=pytest.mark.slow),  # 2-D integer kernel
+    pytest.param("wmma_f32_16x16x16_bf16_w32_gfx12", "exact", marks=pytest.mark.slow),
+    pytest.param("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", marks=pytest.mark.slow),
+    pytest.param("wmma_i32_16x16x32_iu4_w32_gfx12", None, marks=pytest.mark.slow),
 ])
 def test_triton_lowering_without_gpu(builtin, model):
     """The kernel lowers to verified Triton IR on this CPU (jax.export for 'cuda': Pallas falls
-    back to compute capability 9.0); catches primitives Triton lacks and non-power-of-two loads."""
+    back to compute capability 9.0); catches primitives Triton lacks and non-power-of-two loads.
+    Two K steps: A (64, 2 Kc) (dense builtins: Kc = K), B (2 K, 128)."""
     lowering = pytest.importorskip("jax._src.pallas.triton.lowering")
     spec = lookup(builtin)
     m_obj = models.resolve(model, context(spec), spec.default_model)
@@ -242,7 +437,7 @@ def test_triton_lowering_without_gpu(builtin, model):
         found.append(res.module.operation.get_asm(large_elements_limit=16))
         return res
 
-    args = (jnp.zeros((64, spec.k), jnp.int32), jnp.zeros((64, spec.k), jnp.int32),
+    args = (jnp.zeros((64, 2 * spec.kc), jnp.int32), jnp.zeros((64, 2 * spec.kc), jnp.int32),
             jnp.zeros((2 * spec.k, 128), jnp.int32), jnp.zeros((64, 128), jnp.int32))
     fn = jax.jit(lambda *x: pallas.matrix_path(*x, spec=spec, model=m_obj, options=opts))
     lowering.lower_jaxpr_to_triton_module = checked

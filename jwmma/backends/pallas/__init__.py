@@ -3,7 +3,8 @@
 
 A program owns a (tm x tn) output tile and keeps its accumulator in registers across K in
 hardware order (`driver`); each model family gives the per-unit step (`fused` for
-`FusedGroups`/`CDNA3`, `gfx12` for `Gfx12Dot4`, `exact`, `fma_chain`, `integer`), bit for bit
+`FusedGroups`/`CDNA3`, `gfx12` for `Gfx12Dot4`, `exact`, `fma_chain`, `integer`), on sparse
+and dense (RDNA4 WMMA) builtins alike, bit for bit
 with the model's XLA arithmetic (NUMERICS.md; `tests/test_pallas.py` compares them in Pallas
 interpret mode, `benchmarks/crosscheck.py` on a GPU).
 
@@ -138,26 +139,30 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     ctx = context(spec, clamp)
     fam = family(model)
     if fam == "fused":
-        return fused.make_step(spec, model, ctx, reload=tiling.reload, float_combine=tiling.float_combine,
+        kern = fused.make_step(spec, model, ctx, reload=tiling.reload, float_combine=tiling.float_combine,
                                vec3=tiling.vec3)
-    if fam == "gfx12":
-        return gfx12.make_step(spec, model, ctx, float_round=tiling.float_round)
-    if fam == "exact":
-        return exact.make_step(spec, model, ctx)
-    if fam == "fma_chain":
-        return fma_chain.make_step(spec, model, ctx)
-    if fam == "integer":
-        return integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
-    raise ValueError(f"no Pallas kernel for model {model.describe()}")
+    elif fam == "gfx12":
+        kern = gfx12.make_step(spec, model, ctx, float_round=tiling.float_round)
+    elif fam == "exact":
+        kern = exact.make_step(spec, model, ctx)
+    elif fam == "fma_chain":
+        kern = fma_chain.make_step(spec, model, ctx)
+    elif fam == "integer":
+        kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
+    else:
+        raise ValueError(f"no Pallas kernel for model {model.describe()}")
+    # dense builtins: the driver reads dense A and B as the XLA step does (driver module doc)
+    return kern._replace(dense=spec.dense)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp"))
 def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True, b_signed=True, clamp=False):
     """D codes of the GEMM (the contract and bits of `jwmma.tiled.paths.matrix_path`).
 
-    a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np)
-    int32 accumulator bits (i32 values for integer builtins). Traced inside the caller's
-    `x64_scope`. Returns (*batch, Mp, Np) int32."""
+    a_codes, pos: (*batch, Mp, Kp/2) int32 (dense builtins: a_codes (*batch, Mp, Kp), pos
+    not read); b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np) int32 accumulator bits (i32
+    values for integer builtins). Traced inside the caller's `x64_scope`. Returns
+    (*batch, Mp, Np) int32."""
     from .driver import run
 
     t = tiling(spec, model, options.pallas)

@@ -12,6 +12,13 @@ live registers). ``view`` loads the unit's A columns, positions and B rows (smal
 the program's blocks: Triton cannot slice register tensors).
 
 The output depends only on its row of A and its column of B, so any tile gives the same bits.
+
+Dense builtins (RDNA4 WMMA, ``Kernel.dense``): A is (Mp, Kp) and B (Kp, Np), read as
+`jwmma.engine.step.dense_as_sparse` states the dense step for the XLA models: compressed
+column c is dense A column c at the static position c % 2 of its block, and the candidate B
+rows of block q are dense rows 2q, 2q+1 (no expanded B, no position operand). The kernels
+reach B only through `StepView.b_rows` / `StepView.pick`, so every family takes the products
+of a dense step in the XLA model's order (k = c) with nothing of its own.
 """
 from __future__ import annotations
 
@@ -70,6 +77,7 @@ class Kernel(NamedTuple):
     reload: bool = False  # pass A, positions and B twice (``view.second()``)
     a_word: Callable | None = None  # codes -> int32 operand words, run by XLA before the kernel
     b_word: Callable | None = None
+    dense: bool = False  # a dense builtin: A (M, K), B (K, N), no positions (module doc)
 
 
 class Summary:
@@ -102,12 +110,14 @@ class StepView:
 
     ``refs``: name -> ref: "a", "p", "b" (codes, positions), "aw", "bw" (operand words the
     model's `Kernel.a_word` / `b_word` computed before the kernel), "sa", "sb" (summaries);
-    names ending in "2" are the second copies (``reload``)."""
+    names ending in "2" are the second copies (``reload``). ``dense``: the dense reading of
+    the module doc (B rows per compressed column: 1, not 2; no "p")."""
 
-    def __init__(self, refs: dict, u, unit_kc: int):
-        self.refs, self.u = refs, u
+    def __init__(self, refs: dict, u, unit_kc: int, dense: bool = False):
+        self.refs, self.u, self.dense = refs, u, dense
+        self.rows_per_col = 1 if dense else 2
         self.a0 = u * unit_kc
-        self.b0 = u * (2 * unit_kc)
+        self.b0 = u * (self.rows_per_col * unit_kc)
 
     def summaries(self):
         """(Summary of the unit's A tile, Summary of its B tile): scalars, no reduction."""
@@ -129,9 +139,32 @@ class StepView:
         """The view ``dc`` compressed columns further on (dc may be traced: loops inside a
         unit keep kernels small)."""
         v = StepView.__new__(StepView)
-        v.refs, v.u = self.refs, self.u
-        v.a0, v.b0 = self.a0 + dc, self.b0 + 2 * dc
+        v.refs, v.u, v.dense, v.rows_per_col = self.refs, self.u, self.dense, self.rows_per_col
+        v.a0, v.b0 = self.a0 + dc, self.b0 + self.rows_per_col * dc
         return v
+
+    def row0(self, c):
+        """Offset in the B block of the first candidate row of compressed column c's block
+        (c even): 2c (sparse: rows 4q..4q+3 of block q = c/2) or c (dense: rows 2q, 2q+1)."""
+        return self.b0 + self.rows_per_col * c
+
+    def b_rows(self, q, name: str = "b"):
+        """The candidate rows of compressed block q (columns 2q, 2q+1; q may be traced):
+        (1, tn) int32 rows of ``name`` ("b" codes or "bw" words), four (dense rows 4q..4q+3)
+        for a sparse builtin, two (dense rows 2q, 2q+1) for a dense one. Whatever a kernel
+        derives from them elementwise, `pick` selects."""
+        n = 2 if self.dense else 4
+        return [self._row(name, n * q + r) for r in range(n)]
+
+    def pick(self, c, rows):
+        """The candidate (a list made from `b_rows` of c's block, elementwise) compressed
+        column c multiplies: sparse: by A's 2:4 position, (tm, tn); dense: rows[c % 2],
+        (1, tn), static for a Python int c (no select at all)."""
+        if not self.dense:
+            return kl.select4(self.p_col(c), rows)
+        if isinstance(c, int):
+            return rows[c % 2]
+        return jnp.where((c & 1) == 0, rows[0], rows[1])  # not c % 2: Triton cannot lower an i64 rem
 
     def _col(self, name, c):
         return self.refs[name][:, pl.ds(self.a0 + c, 1)].astype(jnp.int32)
@@ -144,6 +177,9 @@ class StepView:
         return self._col("a", c)
 
     def p_col(self, c):
+        """(tm, 1) positions of column c (sparse builtins only: see `pick`)."""
+        if self.dense:
+            raise ValueError("a dense builtin has no positions: select B rows with StepView.pick")
         return self._col("p", c)
 
     def aw_col(self, c):
@@ -151,7 +187,7 @@ class StepView:
         return self._col("aw", c)
 
     def b_row(self, k):
-        """(1, tn) int32 B codes of dense row k of the unit."""
+        """(1, tn) int32 B codes of row k of the unit's B block (dense K)."""
         return self._row("b", k)
 
     def bw_row(self, k):
@@ -165,11 +201,11 @@ class StepView:
         return self.refs["b"][pl.ds(self.b0, k), :].astype(jnp.int32)
 
 
-def _kernel(*refs, names, step, unit_kc, units):
+def _kernel(*refs, names, step, unit_kc, units, dense):
     named = dict(zip(names, refs))
 
     def body(u, acc):
-        return step(StepView(named, u, unit_kc), acc)
+        return step(StepView(named, u, unit_kc, dense), acc)
 
     named["o"][...] = jax.lax.fori_loop(0, units, body, named["c"][...])
 
@@ -196,20 +232,31 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
     second copies when ``kern.reload``. Pads M and N up to whole tiles (padding rows select
     positions (2, 3) with zero values; padding columns of B are zero) and cuts the result
     back. Batch dims are vmapped (Pallas adds them to the grid). Must be traced with 64-bit
-    types enabled (the caller's x64 scope)."""
+    types enabled (the caller's x64 scope).
+
+    ``kern.dense``: a_codes (Mp, Kp) and b_codes (Kp, Np); ``pos`` (the zeros that
+    `jwmma.tiled.operands` gives a dense A, or None) is not read."""
+    if kern.dense:
+        pos = None
     if a_codes.ndim > 2:
         return jax.vmap(functools.partial(run, kern, tiling=tiling))(a_codes, pos, b_codes, c)
     unit_kc = kern.unit_kc
     m, kch = a_codes.shape
     kd, n = b_codes.shape
-    if kch * 2 != kd or kch % unit_kc or c.shape != (m, n):
-        raise ValueError(f"inconsistent operands: a {a_codes.shape}, b {b_codes.shape}, c {c.shape}")
+    rows_per_col = 1 if kern.dense else 2
+    if kch * rows_per_col != kd or kch % unit_kc or c.shape != (m, n):
+        want = "a (M, K), b (K, N)" if kern.dense else "a (M, K/2) compressed, b (K, N)"
+        raise ValueError(f"inconsistent operands: a {a_codes.shape}, b {b_codes.shape}, c {c.shape} (expected "
+                         f"{want}, c (M, N), K/2 or K a multiple of the unit's {unit_kc} columns)")
+    if not kern.dense and (pos is None or pos.shape != a_codes.shape):
+        raise ValueError(f"positions {None if pos is None else pos.shape} must match a {a_codes.shape}")
     tm, tn = tiling.tm, tiling.tn
     mp, np_ = _round_up(m, tm), _round_up(n, tn)
     if mp != m:
         a_codes = jnp.pad(a_codes, ((0, mp - m), (0, 0)))
-        pad_pos = jnp.broadcast_to(jnp.tile(jnp.asarray([2, 3], jnp.int32), kch // 2), (mp - m, kch))
-        pos = jnp.concatenate([pos, pad_pos], axis=0)
+        if not kern.dense:
+            pad_pos = jnp.broadcast_to(jnp.tile(jnp.asarray([2, 3], jnp.int32), kch // 2), (mp - m, kch))
+            pos = jnp.concatenate([pos, pad_pos], axis=0)
         c = jnp.pad(c, ((0, mp - m), (0, 0)))
     if np_ != n:
         b_codes = jnp.pad(b_codes, ((0, 0), (0, np_ - n)))
@@ -219,8 +266,10 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
     a_bits, b_bits, signed = kern.code_bits
     a_spec = pl.BlockSpec((tm, kch), lambda i, j: (i, 0))
     b_spec = pl.BlockSpec((kd, tn), lambda i, j: (0, j))
-    ops = {"a": (_narrow(a_codes, a_bits, signed), a_spec), "p": (pos.astype(jnp.int8), a_spec),
-           "b": (_narrow(b_codes, b_bits, signed), b_spec)}
+    ops = {"a": (_narrow(a_codes, a_bits, signed), a_spec)}
+    if not kern.dense:
+        ops["p"] = (pos.astype(jnp.int8), a_spec)
+    ops["b"] = (_narrow(b_codes, b_bits, signed), b_spec)
     if kern.a_word is not None:
         ops["aw"] = (kern.a_word(a_codes.astype(jnp.int32)), a_spec)
     if kern.b_word is not None:
@@ -231,11 +280,11 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
         fa, fb = kern.formats
         ops["sa"] = (summarize(fa, a_codes.reshape(mt, tm, units, unit_kc), (1, 3)),
                      pl.BlockSpec((1, units), lambda i, j: (i, 0)))
-        ops["sb"] = (summarize(fb, b_codes.reshape(units, 2 * unit_kc, nt, tn), (1, 3)),
+        ops["sb"] = (summarize(fb, b_codes.reshape(units, rows_per_col * unit_kc, nt, tn), (1, 3)),
                      pl.BlockSpec((units, 1), lambda i, j: (0, j)))
     ops["c"] = (c.astype(jnp.int32), pl.BlockSpec((tm, tn), lambda i, j: (i, j)))
     names = tuple(ops) + ("o",)
-    kernel = functools.partial(_kernel, names=names, step=kern.step, unit_kc=unit_kc, units=units)
+    kernel = functools.partial(_kernel, names=names, step=kern.step, unit_kc=unit_kc, units=units, dense=kern.dense)
     out = pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((mp, np_), jnp.int32),

@@ -70,11 +70,11 @@ def make_step(spec, model: Exact, ctx: Context):
             f32 = lambda w: lax.bitcast_convert_type(w, jnp.float32)  # noqa: E731
             for q in range(CHUNK // 2):
                 if in_f32:
-                    rows = [f32(v.bw_row(4 * q + r)) for r in range(4)]
+                    rows = [f32(row) for row in v.b_rows(q, "bw")]
                 else:
-                    rows = [f64_of_fields(kl.decode(fb, v.b_row(4 * q + r), with_val=False), fb.mbits) for r in range(4)]
+                    rows = [f64_of_fields(kl.decode(fb, row, with_val=False), fb.mbits) for row in v.b_rows(q)]
                 for c in (2 * q, 2 * q + 1):
-                    sel = kl.select4(v.p_col(c), rows)
+                    sel = v.pick(c, rows)
                     if in_f32:
                         p = (f32(v.aw_col(c)) * sel).astype(jnp.float64)
                     else:
@@ -113,10 +113,9 @@ def _limb_sum(g, ctx: Context, view, acc, kc: int):
     def body(c, carry):  # rare path: one product per iteration keeps the kernel small
         bands, any_nan, pinf, ninf, all_neg_zero = carry
         q = c // 2
-        drows = [kl.decode(fb, view.b_row(4 * q + r), with_val=False) for r in range(4)]
-        pos = view.p_col(c)
+        drows = [kl.decode(fb, row, with_val=False) for row in view.b_rows(q)]
         a = kl.decode(fa, view.a_col(c), with_val=False)
-        b = kl.Dec(*[kl.select4(pos, [getattr(d, f) for d in drows]) for f in ("sign", "sig", "exp", "nan", "inf")], None)
+        b = kl.Dec(*[view.pick(c, [getattr(d, f) for d in drows]) for f in ("sign", "sig", "exp", "nan", "inf")], None)
         a_zero = (a.sig == 0) & ~a.nan & ~a.inf
         b_zero = (b.sig == 0) & ~b.nan & ~b.inf
         nan_p = a.nan | b.nan | (a.inf & b_zero) | (a_zero & b.inf)

@@ -92,9 +92,9 @@ def make_step(spec, model: FMAChain, ctx: Context):
         acc = lax.bitcast_convert_type(bits, jnp.float32)
         f32 = lambda w: lax.bitcast_convert_type(w, jnp.float32)  # noqa: E731
         for q in range(kc // 2):
-            rows = [f32(view.bw_row(4 * q + r)) for r in range(4)]
+            rows = [f32(row) for row in view.b_rows(q, "bw")]
             for c in (2 * q, 2 * q + 1):
-                acc = f32(view.aw_col(c)) * kl.select4(view.p_col(c), rows) + acc
+                acc = f32(view.aw_col(c)) * view.pick(c, rows) + acc
         out = lax.bitcast_convert_type(acc, jnp.int32)
         return jnp.where(acc != acc, QNAN["f32"], out)
 
@@ -102,9 +102,9 @@ def make_step(spec, model: FMAChain, ctx: Context):
         # rare: a loop over the products (not unrolled) keeps the kernel small
         def body(c, acc):
             q = c // 2
-            rows = [f64_of_fields(kl.decode(fb, view.b_row(4 * q + r), with_val=False), fb.mbits) for r in range(4)]
+            rows = [f64_of_fields(kl.decode(fb, row, with_val=False), fb.mbits) for row in view.b_rows(q)]
             pa = f64_of_fields(kl.decode(fa, view.a_col(c), with_val=False), fa.mbits)
-            p = pa * kl.select4(view.p_col(c), rows)
+            p = pa * view.pick(c, rows)
             s, e = two_sum(p, acc)
             finite = (jnp.abs(p) < np.inf) & (jnp.abs(acc) < np.inf)
             t = jnp.where(finite, round_to_odd(s, e), p + acc)

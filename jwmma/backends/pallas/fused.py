@@ -105,11 +105,11 @@ class _Plan:
 
 
 def _a_cols(plan: _Plan, view, cols):
-    """(word, exponent - 1024, position) of every A column (tm, 1)."""
+    """(word, exponent - 1024) of every A column (tm, 1)."""
     out = {}
     for c in cols:
         w = view.aw_col(c)
-        out[c] = (w, plan.word_exp(w) - 2 * kl.EXP_OFFSET, view.p_col(c))
+        out[c] = (w, plan.word_exp(w) - 2 * kl.EXP_OFFSET)
     return out
 
 
@@ -127,7 +127,7 @@ def _group_sum(plan: _Plan, views, cols):
     blocks = sorted({c // 2 for c in cols})
 
     def words(view, q):
-        return [view.bw_row(4 * q + r) for r in range(4)]
+        return view.b_rows(q, "bw")
 
     a1 = _a_cols(plan, views[0], cols)
     et = [None] * len(halves)
@@ -136,7 +136,7 @@ def _group_sum(plan: _Plan, views, cols):
         for c in (2 * q, 2 * q + 1):
             if c in half_of:
                 h = half_of[c]
-                e = a1[c][1] + plan.word_exp(kl.select4(a1[c][2], rows))
+                e = a1[c][1] + plan.word_exp(views[0].pick(c, rows))
                 et[h] = e if et[h] is None else jnp.maximum(et[h], e)
     a2 = a1 if views[1] is views[0] else _a_cols(plan, views[1], cols)
     s = [None] * len(halves)
@@ -148,7 +148,7 @@ def _group_sum(plan: _Plan, views, cols):
             if c not in half_of:
                 continue
             h = half_of[c]
-            w = kl.select4(a2[c][2], rows)
+            w = views[1].pick(c, rows)
             wa = a2[c][0]
             if plan.float_align:
                 va = lax.bitcast_convert_type(wa & ~kl.EXP_MASK, jnp.float32)
@@ -172,13 +172,17 @@ def _group_sum3(plan: _Plan, view, cols):
     alignment, whole blocks only (every default group)."""
     F = plan.model.frac_bits
     nb = len(cols) // 2
-    a0, b0 = view.a0 + cols[0], view.b0 + 2 * cols[0]
-    cand = [view.refs["bw"][pl.ds(b0 + r, nb, stride=4), :].astype(jnp.int32)[None] for r in range(4)]
+    a0, b0 = view.a0 + cols[0], view.row0(cols[0])
+    rows = lambda r, stride: view.refs["bw"][pl.ds(b0 + r, nb, stride=stride), :].astype(jnp.int32)[None]  # noqa: E731
+    cand = None if view.dense else [rows(r, 4) for r in range(4)]
     et, words = [], []
     for slot in (0, 1):
         wa = view.refs["aw"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)
-        p = view.refs["p"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)[:, :, None]
-        w = kl.select4(p, cand)  # (tm, nb, tn)
+        if view.dense:  # slot s of block j multiplies dense row 2j + s: (1, nb, tn), no select
+            w = rows(slot, 2)
+        else:
+            p = view.refs["p"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)[:, :, None]
+            w = kl.select4(p, cand)  # (tm, nb, tn)
         e = ((wa & kl.EXP_MASK) - 2 * kl.EXP_OFFSET)[:, :, None] + (w & kl.EXP_MASK)
         et.append(jnp.max(e, axis=1))
         words.append((wa, w))
@@ -295,8 +299,8 @@ def _product_flags(plan: _Plan, view, cols):
         nan, pinf, ninf, bpos, bneg = flags
         c = cols[0] + i
         d = kl.decode(plan.fa, view.a_col(c), with_val=False)
-        rows = [_b_class(plan, view.b_row(4 * (c // 2) + r)) for r in range(4)]
-        w = kl.select4(view.p_col(c), rows)  # bit 0 nan, 1 inf, 2 zero, 3 sign; sig << 8, exp+512 << 20
+        rows = [_b_class(plan, row) for row in view.b_rows(c // 2)]
+        w = view.pick(c, rows)  # bit 0 nan, 1 inf, 2 zero, 3 sign; sig << 8, exp+512 << 20
         b_nan, b_inf, b_zero = (w & 1) == 1, (w & 2) == 2, (w & 4) == 4
         a_zero = (d.sig == 0) & ~d.nan & ~d.inf
         n = d.nan | b_nan | (d.inf & b_zero) | (a_zero & b_inf)

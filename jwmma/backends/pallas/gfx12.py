@@ -77,7 +77,7 @@ class _Plan:
                 | (d.sign << 3))
 
 
-def _step_total(plan: _Plan, cols, a_dec, brows, cf, c_bits):
+def _step_total(plan: _Plan, view, cols, a_dec, brows, cf, c_bits):
     """(total, G, dtype) of one dot step over compressed columns ``cols`` of the unit."""
     model = plan.model
     F = model.frac_bits
@@ -87,9 +87,9 @@ def _step_total(plan: _Plan, cols, a_dec, brows, cf, c_bits):
     # products: signed P * 2**L (L >= 0) or P (L < 0), their exponent sums
     prods = []
     for c in cols:
-        wa, pos = a_dec[c]
+        wa = a_dec[c]
         sa, ea = wa >> 12, (wa & 0xFFF) - 2 * kl.EXP_OFFSET
-        w = kl.select4(pos, brows[c // 2])
+        w = view.pick(c, brows[c // 2])
         sa_l = sa.astype(dt) << max(plan.L, 0)
         prods.append((sa_l * (w >> 12).astype(dt), ea + (w & 0xFFF)))
     subs = [prods[i:i + sub] for i in range(0, g, sub)]
@@ -180,7 +180,7 @@ def _specials(plan: _Plan, bits, cf, c_bits, flags):
 
 def _flags(plan: _Plan, view, cols, a_dec):
     """Per output (any factor NaN, any invalid product, any +Inf, any -Inf product)."""
-    bcls = {q: [plan.b_class(view.b_row(4 * q + r)) for r in range(4)] for q in sorted({c // 2 for c in cols})}
+    bcls = {q: [plan.b_class(row) for row in view.b_rows(q)] for q in sorted({c // 2 for c in cols})}
     any_nan = invalid = p_pos = p_neg = None
 
     def acc(x, y):
@@ -188,7 +188,7 @@ def _flags(plan: _Plan, view, cols, a_dec):
 
     for c in cols:
         d = kl.decode(plan.fa, view.a_col(c), with_val=False)
-        w = kl.select4(view.p_col(c), bcls[c // 2])
+        w = view.pick(c, bcls[c // 2])
         b_nan, b_inf, b_zero = (w & 1) == 1, (w & 2) == 2, (w & 4) == 4
         a_zero = (d.sig == 0) & ~d.nan & ~d.inf
         neg = (d.sign ^ ((w >> 3) & 1)) == 1
@@ -207,14 +207,14 @@ def make_step(spec, model: Gfx12Dot4, ctx: Context, float_round: bool = False):
     unit = plan.unit
 
     def step(view, acc):
-        a_dec = {c: (view.aw_col(c), view.p_col(c)) for c in range(unit)}
-        brows = {q: [view.bw_row(4 * q + r) for r in range(4)] for q in range(unit // 2)}
+        a_dec = {c: view.aw_col(c) for c in range(unit)}
+        brows = {q: view.b_rows(q, "bw") for q in range(unit // 2)}
         sa, sb = view.summaries()
         special = sa.special | sb.special
         for cols in plan.groups:
             # the numbers treat NaN/Inf factors as zeros; their products only ever override
             cf = kl.decode(plan.fc, acc, with_val=False)
-            total, G, dt = _step_total(plan, cols, a_dec, brows, cf, acc)
+            total, G, dt = _step_total(plan, view, cols, a_dec, brows, cf, acc)
             bits = _round(plan, total, G, dt)
             c_bits = acc
             acc = lax.cond(special, lambda: _specials(plan, bits, cf, c_bits, _flags(plan, view, cols, a_dec)),

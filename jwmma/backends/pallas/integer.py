@@ -3,8 +3,9 @@
 Products of 8- and 4-bit integers are < 2**16 and a step sums at most 64 of them, so the step
 sum is exact in int32. Without clamp, C + sum wraps mod 2**32 (int32 addition); with clamp it
 saturates once (``staging="final"``) or after each of the two stages
-(``staging="staged"``: compressed positions ck with (ck // 8) % 2 == stage), with an int32
-overflow test instead of int64 arithmetic. One unit = one builtin step.
+(``staging="staged"``: compressed positions ck < Kc/2, then the rest, as `IntegerDot`; for
+Kc = 32 that is ck // 16, not (ck // 8) % 2), with an int32 overflow test instead of int64
+arithmetic. One unit = one builtin step.
 """
 from __future__ import annotations
 
@@ -40,10 +41,10 @@ def make_step(spec, model: IntegerDot, ctx: Context, *, a_signed=True, b_signed=
     def step(view, acc):
         sums = [None, None]
         for q in range(kc // 2):
-            rows = [decode_int(fb, view.b_row(4 * q + r)) for r in range(4)]
+            rows = [decode_int(fb, row) for row in view.b_rows(q)]
             for c in (2 * q, 2 * q + 1):
-                p = decode_int(fa, view.a_col(c)) * kl.select4(view.p_col(c), rows)
-                st = (c // 8) % 2 if staged else 0
+                p = decode_int(fa, view.a_col(c)) * view.pick(c, rows)
+                st = int(c >= kc - kc // 2) if staged else 0  # `IntegerDot`: the second half of K
                 sums[st] = p if sums[st] is None else sums[st] + p
         if not ctx.clamp:
             return acc + sums[0]

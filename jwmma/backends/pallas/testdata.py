@@ -13,6 +13,10 @@ every tiling), is adversarial:
 * B columns 0-15: one element in 16 any bit pattern; 16-31: the full exponent range; 32-47:
   zeros and subnormals; 48-63: plain.
 * C: subnormals, +-0, Inf, NaN, extremes; integer C: values near INT32_MIN / INT32_MAX.
+
+Dense builtins (RDNA4 WMMA): a (M, K) and pos zeros (M, K), as `jwmma.tiled.operands` gives
+them; rows 24-31 of A negate the even column in the odd one of a pair, and B columns 48-63
+repeat every even row in the odd one, so those products cancel exactly.
 """
 from __future__ import annotations
 
@@ -66,10 +70,13 @@ def _tiny(rng, fmt, shape):
 def gemm_codes(spec: BuiltinSpec, m: int, n: int, k: int, seed: int = 0, clamp: bool = False,
                corner: bool = True):
     """(a, pos, b, c) int32 codes of an M x N x K GEMM of ``spec`` (M, N, K multiples of the
-    instruction shape; see the module doc)."""
+    instruction shape; see the module doc): a and pos (M, K/2), or (M, K) for a dense
+    builtin; b (K, N); c (M, N)."""
     rng = np.random.default_rng(seed)
-    kc = k // 2
+    kc = k if spec.dense else k // 2
     pos = PAIRS[rng.integers(0, 6, (m, kc // 2))].reshape(m, kc)
+    if spec.dense:
+        pos = np.zeros((m, kc), np.int32)
     r0, c0 = min(m, 32), min(n, 64)
     if spec.integer:
         lo, hi = INT_RANGE[spec.a_type]
@@ -95,9 +102,10 @@ def gemm_codes(spec: BuiltinSpec, m: int, n: int, k: int, seed: int = 0, clamp: 
         a[h:2 * h] = _wide(rng, fa, (h, kc))
         a[2 * h:3 * h] = _tiny(rng, fa, (h, kc))
         dup = rng.random((h, kc // 2)) < 0.5
-        p3 = pos[3 * h:4 * h].reshape(h, kc // 2, 2)
-        p3[..., 1] = np.where(dup, p3[..., 0], p3[..., 1])
-        pos[3 * h:4 * h] = p3.reshape(h, kc)
+        if not spec.dense:
+            p3 = pos[3 * h:4 * h].reshape(h, kc // 2, 2)
+            p3[..., 1] = np.where(dup, p3[..., 0], p3[..., 1])
+            pos[3 * h:4 * h] = p3.reshape(h, kc)
         a3 = a[3 * h:4 * h].reshape(h, kc // 2, 2)
         a3[..., 1] = np.where(dup, a3[..., 0] ^ (1 << (fa.bits - 1)), a3[..., 1])
         a[3 * h:4 * h] = a3.reshape(h, kc)
@@ -106,6 +114,8 @@ def gemm_codes(spec: BuiltinSpec, m: int, n: int, k: int, seed: int = 0, clamp: 
         b[:, 0:w] = np.where(sp, _any(rng, fb, (k, w)), b[:, 0:w])
         b[:, w:2 * w] = _wide(rng, fb, (k, w))
         b[:, 2 * w:3 * w] = _tiny(rng, fb, (k, w))
+        if spec.dense:  # the pairs of A rows 24-31 cancel against equal B rows
+            b[1::2, 3 * w:4 * w] = b[0::2, 3 * w:4 * w]
         cc = c[:r0, :c0]
         cc[:, 0:w] = _tiny(rng, fc, (r0, w))
         cc[:, w:2 * w] = _wide(rng, fc, (r0, w))
