@@ -1,5 +1,7 @@
 """Bad input gives a clear ValueError / TypeError naming the argument; checked mode and
 index_violations flag the index pairs the hardware leaves undefined (BUILTINS.md section 5)."""
+import re
+
 import jax
 import ml_dtypes
 import numpy as np
@@ -260,3 +262,95 @@ def test_dtype_error_suggests_a_conversion_that_exists(name, shape, wrong):
     dtype = getattr({"np": np, "ml_dtypes": ml_dtypes}[mod], attr)
     # the suggested call runs and gives what the builtin wants
     jwmma.pack_a(name, jwmma.numerics.cast(np.zeros(shape, wrong), dtype))
+
+
+# ------------------------------------------------------------------- unknown keywords
+def _public_functions():
+    """Every public function of jwmma and jwmma.kernel (found by walking ``__all__``, so a new
+    one is covered), and the study's entry points."""
+    import inspect
+
+    out = {}
+    for mod in (jwmma, jwmma.kernel):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if callable(obj) and not inspect.isclass(obj) and not inspect.ismodule(obj):
+                out[f"{mod.__name__}.{name}"] = obj
+    out["jwmma.study.run"] = jwmma.study.run
+    out["jwmma.study.emulate"] = jwmma.study.emulate
+    return out
+
+
+PUBLIC = _public_functions()
+
+
+def _parameters(fn):
+    import inspect
+
+    sig = inspect.signature(fn)
+    return sig, [n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+@pytest.mark.parametrize("qualname", sorted(PUBLIC))
+def test_an_unknown_keyword_is_named_before_missing_arguments(qualname):
+    fn = PUBLIC[qualname]
+    sig, names = _parameters(fn)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):  # checked(fn, **jit_kwargs)
+        pytest.skip("takes any keyword")
+    with pytest.raises(TypeError) as err:
+        fn(bogus_keyword=1)  # nothing else given: the unknown keyword is what is reported
+    text = str(err.value)
+    short = qualname.rsplit(".", 1)[1]
+    assert f"{short}() got unexpected keyword argument 'bogus_keyword'" in text, text
+    assert "missing" not in text, text
+    assert f"its parameters: {short}(" in text, text
+    for n in names:
+        assert re.search(rf"\b{n}\b", text.split("its parameters:")[1]), (n, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_builtin_hip_names_in_capitals_are_named(name):
+    """The issue's example on every builtin: the HIP names spelt as the docs' matrices (A, B,
+    C) give a message naming each and the parameter meant, not 'missing a required argument'."""
+    f = getattr(jwmma, name)
+    sig, names = _parameters(f)
+    required = [n for n in names if sig.parameters[n].default is sig.parameters[n].empty]
+    values = dict(zip("abc", regs(name)[:3]))
+    kwargs = {n.upper() if n in "abc" else n: values.get(n, 0) for n in required}
+    with pytest.raises(TypeError) as err:
+        f(**kwargs)
+    text = str(err.value)
+    assert "missing" not in text, text
+    for n in "abc":
+        assert f"'{n.upper()}' (did you mean '{n}'?)" in text, text
+    assert f"its parameters: {name}(" in text and all(re.search(rf"\b{n}\b", text) for n in names), text
+
+
+def test_builtin_unknown_and_missing_messages():
+    a, b, c, idx = regs(F16_C4)
+    f = getattr(jwmma, F16_C4)
+    with pytest.raises(TypeError, match=r"'modle' \(did you mean 'model'\?\).*its parameters: "
+                                        r"smfmac_f32_16x16x64_f16\(a, b, c, idx, cbsz=0, abid=0, \*, model=None"):
+        f(a, b, c, idx, modle="exact")
+    with pytest.raises(TypeError, match=r"'idx' \(did you mean 'index'\?\)"):
+        getattr(jwmma, F16_R4)(*regs(F16_R4)[:3], idx=idx)
+    # with no unknown keyword, what is missing is said with the function and its parameters
+    with pytest.raises(TypeError, match=r"smfmac_f32_16x16x64_f16\(\): missing a required argument: 'idx'; "
+                                        r"its parameters: smfmac_f32_16x16x64_f16\(a, b, c, idx"):
+        f(a, b, c)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments 'A' .*'B' .*'C' "):
+        f(A=a, B=b, C=c, idx=idx)
+
+
+def test_gemm_pack_and_dot_name_unknown_keywords():
+    a = np.zeros((16, 128), np.float32)
+    with pytest.raises(TypeError, match=r"gemm\(\) got unexpected keyword argument 'buitin' \(did you mean 'builtin'\?\)"):
+        jwmma.gemm(a, a.T, buitin=FP8_C4)
+    with pytest.raises(TypeError, match=r"pack_a\(\) got unexpected keyword arguments 'chek' \(did you mean 'check'\?\), "
+                                        r"'tagret' \(did you mean 'target'\?\); its parameters: pack_a\(name, a_comp, \*"):
+        jwmma.pack_a(F16_C4, np.zeros((16, 32), np.float16), chek=True, tagret="gfx942")
+    with pytest.raises(TypeError, match=r"dot\(\) got unexpected keyword argument 'Model' \(did you mean 'model'\?\)"):
+        jwmma.dot(np.ones(4, np.float16), np.ones(4, np.float16), np.float32(0), Model="exact")
+    # right keywords still work through the wrappers
+    d = jwmma.dot(np.ones(4, np.float16), np.ones(4, np.float16), np.float32(0), model="exact")
+    assert np.asarray(d).view(np.uint32) == np.float32(4).view(np.uint32)

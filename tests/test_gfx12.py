@@ -490,9 +490,11 @@ def test_parameters():
     assert Gfx12Dot4().resolved(Context(FP8, BF8, F32)) == (False, -126)
     assert Gfx12Dot4().resolved(Context(F16, F16, F16)) == (True, -14)
     assert Gfx12Dot4(pairs=True, c_floor=-20).resolved(Context(FP8, FP8, F32)) == (True, -20)
-    for bad in (dict(step=0), dict(step=2.0), dict(pairs="yes"), dict(frac_bits=3), dict(c_window=-1),
-                dict(c_floor=1.5), dict(fp16_ovfl=1), dict(bf16_narrowing="up")):
-        with pytest.raises(ValueError):
+    for bad in (dict(step=0), dict(frac_bits=3), dict(c_window=-1), dict(bf16_narrowing="up")):  # wrong values
+        with pytest.raises(ValueError, match=f"Gfx12Dot4.{next(iter(bad))}"):
+            Gfx12Dot4(**bad)
+    for bad in (dict(step=2.0), dict(pairs="yes"), dict(c_floor=1.5), dict(fp16_ovfl=1)):  # wrong types
+        with pytest.raises(TypeError, match=f"Gfx12Dot4.{next(iter(bad))}"):
             Gfx12Dot4(**bad)
     with pytest.raises(dataclasses.FrozenInstanceError):
         Gfx12Dot4().step = 8

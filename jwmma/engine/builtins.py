@@ -20,6 +20,7 @@ from jax import lax
 from .. import models
 from ..isa.conventions import python_signature, roles
 from ..isa.table import BUILTINS, BuiltinSpec, lookup
+from ..keywords import check_keywords, plain_signature
 from ..numerics.rounding import x64_scope
 from . import fragments
 from .index import index_offset, report_violations
@@ -170,7 +171,11 @@ def make(name: str):
     sig = python_signature(spec.convention)
 
     def builtin(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
+        check_keywords(spec.name, sig, kwargs)  # before bind, which reports missing arguments first
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:  # bind's text names neither the function nor what it takes
+            raise TypeError(f"{spec.name}(): {e}; its parameters: {spec.name}{plain_signature(sig)}") from None
         bound.apply_defaults()
         return _hip_call(spec, bound.arguments)
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import models
 from ..isa.types import TYPES
+from ..keywords import strict_keywords
 from ..models.base import Context, as_column
 from ..numerics.formats import F32, FLOAT_FORMATS, I32, INT_FORMATS, decode, decode_int, format_of
 from ..numerics.rounding import bits_to, float_bits, x64_scope
@@ -64,6 +65,7 @@ def _formats(da, db, dc):
     return format_of(da), format_of(db), format_of(dc)
 
 
+@strict_keywords
 def dot(a, b, c, *, model="exact", clamp: bool = False, options=None, backend=None):
     """Accumulate sum_k a[..., k] * b[..., k] onto c under ``model``.
 

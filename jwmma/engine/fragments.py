@@ -18,6 +18,7 @@ from jax import lax
 from ..isa import layouts
 from ..isa.table import BuiltinSpec, Operand, lookup
 from ..isa.types import element_type
+from ..keywords import strict_keywords
 from .registers import codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute, regs_to_codes  # re-exported
 from .validation import as_array, check_bool_kw, check_last_dims, check_static_int, check_values
 
@@ -157,6 +158,7 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     return codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
 
 
+@strict_keywords
 def pack_a(name: str, a_comp, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
     """Compressed A -> registers.
 
@@ -174,6 +176,7 @@ def pack_a(name: str, a_comp, *, check: bool = False, target: str | None = None)
     return _pack(name, "a", a_comp, check, target)
 
 
+@strict_keywords
 def unpack_a(name: str, regs, *, signed: bool = True, target: str | None = None) -> jnp.ndarray:
     """Registers -> compressed A.
 
@@ -188,6 +191,7 @@ def unpack_a(name: str, regs, *, signed: bool = True, target: str | None = None)
     return _unpack(name, "a", regs, signed, target)
 
 
+@strict_keywords
 def pack_b(name: str, b, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
     """Dense B -> registers.
 
@@ -204,6 +208,7 @@ def pack_b(name: str, b, *, check: bool = False, target: str | None = None) -> j
     return _pack(name, "b", b, check, target)
 
 
+@strict_keywords
 def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None) -> jnp.ndarray:
     """Registers -> dense B.
 
@@ -218,6 +223,7 @@ def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None)
     return _unpack(name, "b", regs, signed, target)
 
 
+@strict_keywords
 def pack_c(name: str, c, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
     """Accumulator -> registers.
 
@@ -235,6 +241,7 @@ def pack_c(name: str, c, *, check: bool = False, target: str | None = None) -> j
     return _pack(name, "c", c, check, target)
 
 
+@strict_keywords
 def unpack_c(name: str, regs, *, target: str | None = None) -> jnp.ndarray:
     """Registers -> accumulator (C or D).
 
@@ -258,6 +265,7 @@ def index_words(spec: BuiltinSpec, pos, s: int) -> jnp.ndarray:
     return lax.bitcast_convert_type(or_reduce(lane_pos << shifts), jnp.int32)
 
 
+@strict_keywords
 def pack_index(name: str, pos, index_set: int = 0, *, check: bool = False) -> jnp.ndarray:
     """Positions -> index registers.
 
@@ -287,6 +295,7 @@ def _index_set(spec: BuiltinSpec, index_set):
     return check_static_int(index_set, "index_set", 0, spec.n_sets - 1)
 
 
+@strict_keywords
 def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
     """Index registers -> positions.
 

@@ -9,6 +9,7 @@ import numpy as np
 from jax import lax
 
 from ..isa.table import BuiltinSpec, lookup
+from ..keywords import strict_keywords
 from . import fragments
 from .validation import as_array, check_static_int, fail_if
 
@@ -52,6 +53,7 @@ def violations(spec: BuiltinSpec, idx, s: int):
     return (p0 >= p1) if spec.index.undefined == "increasing" else (p0 == p1)
 
 
+@strict_keywords
 def index_violations(name: str, idx, cbsz: int = 0, abid: int = 0, index_key: int = 0):
     """Where a builtin call's index register holds undefined position pairs.
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..keywords import strict_keywords
 from ..numerics.formats import F32, format_of, decode
 from ..numerics.rounding import fields_to_f64, round_f64, x64_scope
 from .validation import as_array, check_bool_kw, check_values, fail_if, is_concrete as jax_concrete
@@ -115,6 +116,7 @@ def _keep_hipsparselt(g):
     return (idx == pa[..., None]) | (idx == pb[..., None])
 
 
+@strict_keywords
 def prune_2_4(a, rule: str = "largest"):
     """Prune to 2:4: keep 2 of every 4 values along the last axis, zero (+0) the others.
 
@@ -183,6 +185,7 @@ def _describe_2_4(what):
     return describe
 
 
+@strict_keywords
 def compress_2_4(a24, *, what: str = "a24"):
     """Compress a 2:4-sparse array ("consecutive" compression, module doc).
 
@@ -301,6 +304,7 @@ def _compress_core(vals, nz):
     return values, pos, count
 
 
+@strict_keywords
 def decompress_2_4(values, pos, *, check: bool = False):
     """Inverse of `compress_2_4`.
 

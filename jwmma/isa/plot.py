@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..keywords import strict_keywords
 from . import view
 from .table import lookup
 
@@ -49,6 +50,7 @@ def _backend_chosen(matplotlib) -> bool:
         return matplotlib.rcParams._get_backend_or_none() is not None  # older matplotlib
 
 
+@strict_keywords
 def plot_layout(name: str, operand: str = "a", *, index_set: int = 0, ax=None, labels: bool | None = None,
                 group_size: int = 16, cell: float | None = None, fontsize: float | None = None):
     """Draw where each matrix element of ``operand`` lives in the registers of ``name``.

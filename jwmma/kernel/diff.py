@@ -6,6 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from ..keywords import strict_keywords
 from .policy import name_of
 
 __all__ = ["compare"]
@@ -136,6 +137,7 @@ def _first(d, ref, db, rb, where, owner, geo, width, is_float, max_items) -> lis
     return lines
 
 
+@strict_keywords
 def compare(d, ref, *, policy=None, geometry=None, writes=None, offsets=None, max_items=8):
     """The diff of a kernel's D against a reference D.
 

@@ -16,10 +16,12 @@ from ..engine.builtins import FUNCTIONS
 from ..engine.validation import as_array, check_bool_kw, check_range, check_values, is_concrete
 from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec, lookup
+from ..keywords import strict_keywords
 
 __all__ = ["Policy", "as_policy", "name_of", "i32", "pack_bytes", "const_index", "metadata"]
 
 
+@strict_keywords
 def i32(x) -> np.int32:
     """A 32-bit constant as int32 with the same bits: ``i32(0x88888888)`` is
     ``static_cast<int>(0x88888888u)``. Only values with a 32-bit reading are taken (the int32
@@ -30,6 +32,7 @@ def i32(x) -> np.int32:
     return np.array(v & 0xFFFFFFFF, np.uint32).view(np.int32)[()]
 
 
+@strict_keywords
 def pack_bytes(b0, b1, b2, b3):
     """Four bytes -> one int32 word, little-endian (b0 in bits 7:0), as
     ``uint32_t(b0) | uint32_t(b1) << 8 | ...`` in HIP.
@@ -50,6 +53,7 @@ def pack_bytes(b0, b1, b2, b3):
     return lax.bitcast_convert_type(word, jnp.int32)
 
 
+@strict_keywords
 def const_index(value) -> Callable:
     """An ``index`` function returning the same word for every lane.
 
@@ -67,6 +71,7 @@ def const_index(value) -> Callable:
     return index
 
 
+@strict_keywords
 def metadata(pos, *, check: bool = False) -> jnp.ndarray:
     """2:4 positions -> hipSPARSELt metadata bytes.
 
@@ -145,6 +150,7 @@ class Policy:
         return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, d, idx), model=model, options=options, **kw)
 
 
+@strict_keywords
 def as_policy(obj, target: str | None = None) -> Policy:
     """A `Policy` from any object with the policy attributes.
 

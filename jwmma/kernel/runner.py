@@ -13,6 +13,7 @@ from jax import lax
 
 from ..engine.fragments import codes_to_values
 from ..engine.options import resolve as resolve_options
+from ..keywords import forwarding_keywords, strict_keywords
 from ..tiled import gemm, operands
 from .diff import compare
 from .policy import Policy, as_policy, metadata, name_of
@@ -197,6 +198,7 @@ def _execute(policy, a, b, c, waves, model, prune, options, target=None):
     return pol, geo, d, writes, offs
 
 
+@strict_keywords
 def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=None, backend=None,
         target=None):
     """Emulate the tiled kernel of ``policy`` (module doc of `jwmma.kernel`).
@@ -233,6 +235,7 @@ def _empty(policy, a, b, c, prune, target=None):
     return jnp.zeros((ops.m, ops.n), operands.accumulator_dtype(spec))
 
 
+@forwarding_keywords(gemm, passed=("builtin", "model", "prune", "options", "target"))
 def check(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=None, backend=None,
           target=None, **gemm_kwargs):
     """Run ``policy`` (as `run`) and compare D bit for bit with ``jwmma.gemm(a, b, c,

@@ -27,6 +27,7 @@ from typing import ClassVar
 import jax
 
 from ..numerics.formats import FloatFormat
+from .fields import Bool, Instance, Int, Text, TupleOf, check_fields
 
 __all__ = ["Context", "Model", "as_column"]
 
@@ -54,6 +55,15 @@ class Context:
     arch: str = ""
     chain_order: tuple | None = None
 
+    FIELDS: ClassVar[dict] = {
+        "a": Instance(cls=FloatFormat, optional=True), "b": Instance(cls=FloatFormat, optional=True),
+        "c": Instance(cls=FloatFormat, optional=True), "clamp": Bool(), "arch": Text(),
+        "chain_order": TupleOf(item=Int(lo=0), optional=True),
+    }
+
+    def __post_init__(self):
+        check_fields(self)
+
     @property
     def integer(self) -> bool:
         return self.c is None
@@ -65,10 +75,17 @@ def as_column(x):
 
 
 class Model:
-    """Base class. Subclasses are frozen dataclasses (hashable: they are static arguments)."""
+    """Base class. Subclasses are frozen dataclasses (hashable: they are static arguments)
+    that declare a rule per field in ``FIELDS`` (`jwmma.models.fields`): construction checks
+    them, and a subclass with cross-field rules adds them in its own ``__post_init__`` after
+    ``super().__post_init__()``."""
 
     name: ClassVar[str] = "model"
     integer: ClassVar[bool] = False  # True for models of integer builtins
+    FIELDS: ClassVar[dict] = {}
+
+    def __post_init__(self):
+        check_fields(self)
 
     def check(self, ctx: Context) -> str | None:
         """None when the model applies to ``ctx``, otherwise the reason it does not.

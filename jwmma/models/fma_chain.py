@@ -35,6 +35,7 @@ import jax.numpy as jnp
 
 from ..numerics.formats import BF16, F16, F32, decode
 from ..numerics.rounding import fields_to_f64, round_f64, round_to_odd, two_sum
+from .fields import Choice
 from .base import Context, Model
 from .grouping import over_groups
 
@@ -87,11 +88,8 @@ class FMAChain(Model):
 
     name = "fma_chain"
 
-    def __post_init__(self):
-        for field, value, allowed in (("order", self.order, ORDERS), ("narrowing", self.narrowing, NARROWINGS),
-                                      ("nan", self.nan, NAN_POLICIES)):
-            if value not in allowed:
-                raise ValueError(f"FMAChain {field} must be one of {allowed}, got {value!r}")
+    FIELDS = {"order": Choice(values=ORDERS), "narrowing": Choice(values=NARROWINGS),
+              "nan": Choice(values=NAN_POLICIES)}
 
     def describe(self):
         fields = [f"{k}={getattr(self, k)!r}" for k, d in (("order", "compressed"), ("narrowing", "nearest"),

@@ -27,6 +27,7 @@ from jax import lax
 from ..numerics.formats import F32, decode, pow2_f32
 from ..numerics.rounding import round_to_format
 from . import fused_dots
+from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
 from .fused_dots import NO_EXP
 from .grouping import over_groups
@@ -89,19 +90,18 @@ class FusedGroups(Model):
 
     name = "fused"
 
+    FIELDS = {"group": Int(lo=1, optional=True), "frac_bits": Int(lo=1, hi=40), "sum_bits": Int(lo=1, hi=48),
+              "two_stage": Bool(optional=True), "product_rounding": Choice(values=ROUNDINGS),
+              # products of every format have exponents within +-300; the bound keeps zero_exponent
+              # clear of the no-exponent marker NO_EXP and of int overflow
+              "c_drop": Bool(optional=True), "zero_exponent": Int(lo=-1000, hi=1000, optional=True),
+              "renormalize": Bool()}
+
     def __post_init__(self):
-        if self.group is not None and (not isinstance(self.group, int) or self.group < 1):
-            raise ValueError(f"group must be a positive int or None, got {self.group!r}")
-        if not (isinstance(self.frac_bits, int) and 1 <= self.frac_bits <= 40):
-            raise ValueError(f"frac_bits must be an int in [1, 40], got {self.frac_bits!r}")
-        if not (isinstance(self.sum_bits, int) and self.frac_bits <= self.sum_bits <= 48):
-            raise ValueError(
-                f"sum_bits must be an int in [frac_bits={self.frac_bits}, 48], got {self.sum_bits!r}"
-            )
-        if self.product_rounding not in ROUNDINGS:
-            raise ValueError(f"product_rounding must be one of {ROUNDINGS}, got {self.product_rounding!r}")
-        if self.zero_exponent is not None and not isinstance(self.zero_exponent, int):
-            raise ValueError(f"zero_exponent must be None or an int, got {self.zero_exponent!r}")
+        super().__post_init__()
+        if self.sum_bits < self.frac_bits:
+            raise ValueError(f"{type(self).__name__}.sum_bits must be an int in [frac_bits={self.frac_bits}, 48], "
+                             f"got {self.sum_bits}")
 
     # ------------------------------------------------------------------ static choices
     def resolved(self, ctx: Context):

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..numerics.formats import F16, F32, decode
+from .fields import Choice, Int
 from .base import Context, Model
 from .grouping import over_groups
 from .specials import product_specials
@@ -142,19 +143,15 @@ class FusedDotAdd(Model):
 
     name = "fused_dot_add"
 
+    # zero_exponent: products of every format have exponents within +-300; the bound keeps
+    # it clear of the no-exponent marker NO_EXP and of int overflow. output_frac_bits: at most
+    # f32's 23 (`check` refuses more than the accumulator in use has)
+    FIELDS = {"group": Int(lo=1, optional=True), "frac_bits": Int(lo=1, hi=40),
+              "c_alignment": Choice(values=C_ALIGNMENTS), "zero_exponent": Int(lo=-1000, hi=1000, optional=True),
+              "output_rounding": Choice(values=OUTPUT_ROUNDINGS), "output_frac_bits": Int(lo=1, hi=23, optional=True)}
+
     def __post_init__(self):
-        if self.group is not None and (type(self.group) is not int or self.group < 1):
-            raise ValueError(f"group must be a positive int or None, got {self.group!r}")
-        if type(self.frac_bits) is not int or not 1 <= self.frac_bits <= 40:
-            raise ValueError(f"frac_bits must be an int in [1, 40], got {self.frac_bits!r}")
-        if self.c_alignment not in C_ALIGNMENTS:
-            raise ValueError(f"c_alignment must be one of {C_ALIGNMENTS}, got {self.c_alignment!r}")
-        if self.zero_exponent is not None and type(self.zero_exponent) is not int:
-            raise ValueError(f"zero_exponent must be an int or None, got {self.zero_exponent!r}")
-        if self.output_rounding not in OUTPUT_ROUNDINGS:
-            raise ValueError(f"output_rounding must be one of {OUTPUT_ROUNDINGS}, got {self.output_rounding!r}")
-        if self.output_frac_bits is not None and (type(self.output_frac_bits) is not int or self.output_frac_bits < 1):
-            raise ValueError(f"output_frac_bits must be a positive int or None, got {self.output_frac_bits!r}")
+        super().__post_init__()
         if self.group is not None and self.frac_bits + 3 + self.group.bit_length() > 56:
             raise ValueError(f"group={self.group} with frac_bits={self.frac_bits} overflows the 56-bit group sum; use fewer")
 

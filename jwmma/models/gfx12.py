@@ -46,6 +46,7 @@ from jax import lax
 
 from ..numerics.formats import BF16, F16, F32, FloatFormat, decode
 from ..numerics.rounding import round_to_format
+from .fields import Bool, Choice, Int
 from .base import Context, Model
 from .grouping import over_groups
 
@@ -107,21 +108,9 @@ class Gfx12Dot4(Model):
 
     name = "gfx12_dot4"
 
-    def __post_init__(self):
-        if not isinstance(self.step, int) or isinstance(self.step, bool) or not 1 <= self.step <= 64:
-            raise ValueError(f"step must be an int in [1, 64], got {self.step!r}")
-        if self.pairs not in (None, True, False):
-            raise ValueError(f"pairs must be True, False or None, got {self.pairs!r}")
-        if not isinstance(self.frac_bits, int) or not 8 <= self.frac_bits <= 40:
-            raise ValueError(f"frac_bits must be an int in [8, 40], got {self.frac_bits!r}")
-        if not isinstance(self.c_window, int) or not 0 <= self.c_window <= 40:
-            raise ValueError(f"c_window must be an int in [0, 40], got {self.c_window!r}")
-        if self.c_floor is not None and (not isinstance(self.c_floor, int) or not -300 <= self.c_floor <= 127):
-            raise ValueError(f"c_floor must be None or an int in [-300, 127], got {self.c_floor!r}")
-        if not isinstance(self.fp16_ovfl, bool):
-            raise ValueError(f"fp16_ovfl must be a bool, got {self.fp16_ovfl!r}")
-        if self.bf16_narrowing not in NARROWINGS:
-            raise ValueError(f"bf16_narrowing must be one of {NARROWINGS}, got {self.bf16_narrowing!r}")
+    FIELDS = {"step": Int(lo=1, hi=64), "pairs": Bool(optional=True), "frac_bits": Int(lo=8, hi=40),
+              "c_window": Int(lo=0, hi=40), "c_floor": Int(lo=-300, hi=127, optional=True), "fp16_ovfl": Bool(),
+              "bf16_narrowing": Choice(values=NARROWINGS)}
 
     # ------------------------------------------------------------------ static choices
     def check(self, ctx: Context):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
+from .fields import Choice
 from .base import Context, Model
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -26,7 +27,9 @@ def _sat32(x):
     return jnp.clip(x, INT32_MIN, INT32_MAX).astype(jnp.int32)
 
 
-__all__ = ["IntegerDot", "INT32_MIN", "INT32_MAX"]
+__all__ = ["IntegerDot", "INT32_MIN", "INT32_MAX", "STAGINGS"]
+
+STAGINGS = ("final", "staged")
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,7 @@ class IntegerDot(Model):
     name = "integer"
     integer = True
 
-    def __post_init__(self):
-        if self.staging not in ("final", "staged"):
-            raise ValueError(f"staging must be 'final' or 'staged', got {self.staging!r}")
+    FIELDS = {"staging": Choice(values=STAGINGS)}
 
     def describe(self):
         return {"final": "exact", "staged": "staged_clamp"}[self.staging]

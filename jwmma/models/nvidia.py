@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..numerics.formats import BF16, F16, F32, FP8
+from .fields import Choice
 from .base import Context, Model
 from .fused_dot_add import FusedDotAdd
 
@@ -110,9 +111,7 @@ class NvidiaTensorCore(Model):
 
     name = "nvidia"
 
-    def __post_init__(self):
-        if self.arch not in TABLE:
-            raise ValueError(f"arch must be one of {sorted(TABLE)}, got {self.arch!r}")
+    FIELDS = {"arch": Choice(values=tuple(TABLE))}
 
     def describe(self):
         return f"nvidia_{self.arch}"

@@ -41,8 +41,12 @@ def parse_model(text: str):
         raise ValueError(f"cannot parse model {text!r}") from None
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MODEL_CLASSES):
         raise ValueError(f"model {text!r}: expected a preset name or one of {', '.join(sorted(MODEL_CLASSES))}(...)")
-    if node.args:
+    if node.args or any(kw.arg is None for kw in node.keywords):
         raise ValueError(f"model {text!r}: give the fields as keywords, e.g. FusedGroups(group=32)")
+    seen = [kw.arg for kw in node.keywords]
+    twice = sorted({k for k in seen if seen.count(k) > 1})
+    if twice:  # ast keeps both; a dict would silently keep the last
+        raise ValueError(f"model {text!r}: field {twice[0]!r} is given twice")
     try:
         kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
     except ValueError:

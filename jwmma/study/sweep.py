@@ -17,6 +17,7 @@ import numpy as np
 from .. import models as _models
 from ..engine.step import context
 from ..isa.table import BuiltinSpec, lookup
+from ..keywords import strict_keywords
 from ..models.parse import model_label, parse_model
 from ..tiled import gemm, processes
 from ..tiled.operands import accumulator_dtype
@@ -87,6 +88,7 @@ def _chain(a, b, spec: BuiltinSpec, model, path: str, gemm_kw=None) -> np.ndarra
     return c
 
 
+@strict_keywords
 def emulate(a24, b, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, remedy="none",
             path: str = "matrix", gemm_kw: dict | None = None, target: str | None = None) -> np.ndarray:
     """D = A24 @ B emulated with ``builtin`` under ``model``, with ``remedy`` applied.
@@ -239,6 +241,7 @@ def _compute(todo: list[_Task], m: int, n: int, path: str, gemm_kw, add, bar) ->
             bar.update(1)
 
 
+@strict_keywords
 def run(
     ks=DEFAULT_KS,
     models=DEFAULT_MODELS,

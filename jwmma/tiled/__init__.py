@@ -23,6 +23,7 @@ from ..engine.validation import as_array, check_static_bool
 from ..isa.table import lookup
 from ..numerics.rounding import x64_scope
 from ..backends import pallas
+from ..keywords import strict_keywords
 from ..version import __version__
 from . import operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
@@ -72,6 +73,7 @@ def _call_description(spec, model, path, prune, modifiers, s, opts, a, b, c, dis
     )
 
 
+@strict_keywords
 def gemm(
     a,
     b,
