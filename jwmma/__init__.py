@@ -80,6 +80,7 @@ from .engine.validation import checked
 from .isa.plot import plot_layout
 from .isa.table import BUILTINS, BuiltinSpec
 from .tiled import gemm
+from .quant import matmul
 from .version import __version__
 
 #: the 50 builtin functions, in table order
@@ -106,7 +107,7 @@ BUILTIN_FUNCTIONS = (
 
 __all__ = [
     "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "index_violations",
-    "dot", "gemm", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
+    "dot", "gemm", "matmul", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
