@@ -11,14 +11,14 @@ import os
 import sys
 
 from ..version import __version__
-from . import demo, devices, gemm, layout, listing, models, processes, study
+from . import demo, devices, gemm, layout, listing, models, processes, study, study_net
 from .common import CliError
 
 __all__ = ["main", "build_parser", "CliError", "COMMANDS", "demo", "devices", "gemm", "layout", "listing", "models",
-           "processes", "study"]
+           "processes", "study", "study_net"]
 
 #: the subcommand modules, in the order `jwmma --help` lists them
-COMMANDS = (listing, models, layout, demo, study, gemm)
+COMMANDS = (listing, models, layout, demo, study, study_net, gemm)
 
 
 def build_parser() -> argparse.ArgumentParser:
