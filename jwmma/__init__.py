@@ -11,7 +11,8 @@ MI300; ``target="gfx950"`` for the same code on gfx950) and the 11 RDNA4 dense
 See ``jwmma.BUILTINS`` (the instruction table), ``jwmma.pack_a``... (fragments),
 ``jwmma.prune_2_4``... (2:4 sparsity), ``jwmma.gemm`` (whole GEMMs), ``jwmma.kernel`` (your
 own kernel's loaders), ``jwmma.models`` (arithmetic models), ``jwmma.Options`` (execution
-choices) and ``jwmma.study`` (accumulation studies, loaded on first use). The layers are
+choices), ``jwmma.matmul`` (a model's y = x @ w through a builtin), ``jwmma.nn`` (Flax and
+Equinox layers on it) and ``jwmma.study`` (accumulation studies); the last two load on first use. The layers are
 described in docs/ARCHITECTURE.md.
 """
 from __future__ import annotations
@@ -80,6 +81,7 @@ from .engine.validation import checked
 from .isa.plot import plot_layout
 from .isa.table import BUILTINS, BuiltinSpec
 from .tiled import gemm
+from .quant import matmul
 from .version import __version__
 
 #: the 50 builtin functions, in table order
@@ -105,20 +107,20 @@ BUILTIN_FUNCTIONS = (
 )
 
 __all__ = [
-    "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "index_violations",
-    "dot", "gemm", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
+    "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "nn", "index_violations",
+    "dot", "gemm", "matmul", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
 
 
 def __getattr__(name: str):
-    """``jwmma.study`` is imported on first use: ``import jwmma`` does not load the study
-    application (nor matplotlib)."""
-    if name == "study":
-        return importlib.import_module(".study", __name__)
+    """``jwmma.study`` and ``jwmma.nn`` are imported on first use: ``import jwmma`` does not
+    load the study application (nor matplotlib) or the layers (nor Flax, Equinox)."""
+    if name in ("study", "nn"):
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"study"})
+    return sorted(set(globals()) | {"study", "nn"})

@@ -147,6 +147,26 @@ def test_inside_jit_and_compressed_operands(rng):
     assert not jax.config.jax_enable_x64
 
 
+@pytest.mark.slow  # ~50 s of compiling on 2 cores (four sharded programs)
+def test_matmul_devices_mesh_and_sharded_tokens(rng):
+    """jwmma.matmul over 4 devices (devices=, eager and under jit with grad) and with x sharded
+    along its tokens: the one-device bits, and the one-device straight-through gradient."""
+    x = rng.standard_normal((2, 32, 256)).astype(np.float32)
+    w = rng.standard_normal((256, 48)).astype(np.float32)
+    ref = jwmma.matmul(x, w)
+    same_bits(jwmma.matmul(x, w, devices=4), ref)
+    d = jax.jit(lambda x, w: jwmma.matmul(x, w, devices=4))(x, w)
+    same_bits(d, ref)
+    mesh = mesh_of((4,), ("t",))
+    xs = jax.device_put(x, NamedSharding(mesh, P(None, "t", None)))
+    same_bits(jwmma.matmul(xs, w), ref)
+    grad = jax.grad(lambda x, w: jwmma.matmul(x, w).sum(), argnums=(0, 1))
+    gs = jax.jit(lambda x, w: jax.grad(lambda x, w: jwmma.matmul(x, w, devices=4).sum(), argnums=(0, 1))(x, w))(x, w)
+    for got, want in zip(gs, grad(x, w)):
+        same_bits(got, want)
+    assert not jax.config.jax_enable_x64
+
+
 @pytest.mark.parametrize("builtin,model,dt", [
     ("swmmac_f32_16x16x32_f16_w32", None, np.float16),
     pytest.param(FP8, "cdna3", ml_dtypes.float8_e4m3fn, marks=pytest.mark.slow),

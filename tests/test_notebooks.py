@@ -58,3 +58,13 @@ def test_fp8_study_runs(monkeypatch):
     md = outputs(nb, "text/markdown")
     assert "**Conclusions** (16x16 outputs x 2 seeds per point" in md
     assert outputs(nb, "image/png")
+
+
+@pytest.mark.slow  # ~2 min on 2 cores: training, six emulated configurations, fine-tuning
+def test_network_study_runs(monkeypatch):
+    pytest.importorskip("sklearn")
+    nb = execute("network_study.ipynb", monkeypatch)
+    md = outputs(nb, "text/markdown")
+    assert "| fp8 | CDNA4 | cdna3 | row |" in md and "**Conclusions**" in md
+    assert "fine-tuned through fp8 CDNA4 cdna3" in outputs(nb)
+    assert outputs(nb, "image/png")

@@ -14,14 +14,14 @@ import os
 import sys
 
 from ..version import __version__
-from . import cache, demo, devices, gemm, layout, listing, models, processes, study
+from . import cache, demo, devices, gemm, layout, listing, models, processes, study, study_net
 from .common import CliError
 
 __all__ = ["main", "entry", "build_parser", "CliError", "COMMANDS", "cache", "demo", "devices", "gemm", "layout", "listing", "models",
-           "processes", "study"]
+           "processes", "study", "study_net"]
 
 #: the subcommand modules, in the order `jwmma --help` lists them
-COMMANDS = (listing, models, layout, demo, study, gemm)
+COMMANDS = (listing, models, layout, demo, study, study_net, gemm)
 
 
 def build_parser() -> argparse.ArgumentParser:

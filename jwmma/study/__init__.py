@@ -64,7 +64,7 @@ command line is `jwmma.cli.study`.
 """
 from __future__ import annotations
 
-from . import data, exact_product, measures, parts, plots, remedies, share, stats, store, sweep
+from . import data, exact_product, measures, network, parts, plots, remedies, share, stats, store, sweep
 from ..models.parse import model_label, parse_model
 from .data import (
     DISTRIBUTIONS, FORMAT_ALIASES, FORMATS, SCALINGS, auto_scaling, data_rng, make_operands, prune_2_4_f64,
