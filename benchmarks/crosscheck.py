@@ -69,7 +69,7 @@ PRUNE_RULES = ("largest", "hipsparselt")
 #: known defects the grid must still show until they are fixed (issue 20 item 3): the Pallas
 #: driver assumes a compressed A, so dense WMMA GEMMs raise on backend='pallas'
 KNOWN = {"dense WMMA on backend='pallas' (issue 20 defect 3: the Pallas driver assumes a compressed A)":
-         lambda key: key.backend == "pallas" and key.builtin.startswith("wmma_")}
+         lambda key: key.backend == "pallas" and (key.builtin.startswith("wmma_") or key.builtin == "issue20_1011")}
 
 
 # ------------------------------------------------------------------------------ keys
