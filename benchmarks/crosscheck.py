@@ -1,169 +1,639 @@
-"""Cross-device bit check: the same inputs through every builtin and model on two backends.
+"""Same bits everywhere: every builtin x model x path x backend x data class, saved on one
+machine and compared on another, or compared across backends and paths in one run.
 
-    python benchmarks/crosscheck.py --save ref_cpu.npz        # on the CPU
-    python benchmarks/crosscheck.py --compare ref_cpu.npz     # on a GPU: same bits?
+    python benchmarks/crosscheck.py --save ref.npz --jobs 2           # one machine (e.g. the CPU)
+    python benchmarks/crosscheck.py --compare ref.npz --jobs 12       # another (e.g. a GPU): same bits?
+    python benchmarks/crosscheck.py --self                            # this machine: Pallas = XLA, registers = matrix
+    python benchmarks/crosscheck.py --diff ref.npz other.npz          # two saved runs, nothing computed
 
-Inputs are drawn with numpy from a fixed seed (random values, plus subnormals, zeros, NaN/Inf,
-huge spreads), so both machines build the same operands.
+The grid (`grid`):
 
-``--parts builtins,gemm`` (default both): ``gemm`` adds whole GEMMs of every Pallas kernel
-family (`GEMMS`, tile-padded codes with an adversarial corner) through the matrix path with
-``--backend`` (default 'auto': XLA on the CPU; give 'pallas' on a GPU to run every family's
-Pallas kernel against the CPU's XLA bits).
+* ``gemm``: every builtin (the 50 rows; ``--targets`` adds the CDNA3 SMFMAC fp8/bf8 rows
+  decoded for ``target='gfx950'``) x every model preset that applies to it (what `jwmma.models.resolve`
+  accepts for the builtin: the rule of ``jwmma gemm --model`` and the builtins' ``model=``;
+  RDNA4 iu8/iu4 builtins with clamp=False and clamp=True) x ``jwmma.gemm(path='matrix')`` and
+  ``path='registers'`` with ``backend='xla'``, plus ``path='matrix'`` with ``backend='pallas'``
+  wherever `jwmma.backends.pallas.kernel_for` names a kernel for the model (the register path
+  and builtin calls run XLA whatever the backend: not repeated). One call holds every data
+  class along a leading axis, then a batch dim of 2; M, N are two tiles cut short, K three
+  steps and an odd part of a fourth (`crosscheck_data.gemm_shape`); sparse builtins take a
+  dense-shaped A through ``prune=True``.
+* ``waves``: the builtin function called directly on 4 waves per class, registers packed from
+  the class data (on the host CPU, so both machines feed the same words), the last index set,
+  random bits in the other sets, duplicate positions in the specials class.
+* ``prune``: `jwmma.prune_2_4` with rule='largest' and 'hipsparselt' (where hipSPARSELt prunes
+  the dtype) on every A dtype, eager and under `jax.jit`, on ties / specials / wide / normal.
+* ``repro``: issue 20's two repro operand sets (`crosscheck_data.issue20_repro`).
+
+Data classes: `crosscheck_data` (normal; wide exponents with products at the format limits and
+subnormal f32 results; pruning ties; NaN/Inf/-0; saturating integers). Operands are built with
+numpy from fixed seeds, and a digest of each operand set is stored with the results: a
+comparison says so when two runs did not see the same inputs.
+
+Comparison: bits as unsigned integers. Across machines (``--compare``, ``--diff``) a NaN
+equals any NaN unless the model defines NaN payloads (NUMERICS.md 2 and 8.3: `gfx12_dot4`,
+rocjitsu's `fma_chain` propagating payloads, the NVIDIA presets' fixed NaN); payload-only
+differences are still counted and shown. Within one run (``--self``) every result must equal
+its anchor bit for bit, payloads included (the same machine, the same arithmetic): the gemm
+anchor is path='matrix' on XLA, the prune anchor the eager call; direct builtin calls have none
+(they are checked against a reference run). ``--compare`` takes the reference's result of
+the same key, or its anchor where the reference lacks the key (e.g. a reference saved with
+``--backends xla``). A result that raised counts as an error with 0 identical outputs.
+
+On a GPU, ``--jobs N`` runs the grid in N processes (compiling is what takes the time); their
+``XLA_PYTHON_CLIENT_PREALLOCATE`` defaults to false so that they share the device.
+``--save`` writes what is done every ``--save-every`` seconds and at the end; ``--resume``
+skips the keys a saved file already holds; ``--time-limit`` stops starting items (exit code 3
+for a partial run: run the same command again with ``--resume``).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
+import hashlib
+import json
+import os
 import sys
+import time
 
-import jax
 import numpy as np
 
-import jwmma
-from jwmma.isa.conventions import hip_args
+import crosscheck_data as data
 
-WAVES = 64
+PARTS = ("gemm", "waves", "prune", "repro")
+PATHS = ("matrix", "registers")
+BACKENDS = ("xla", "pallas")
+PRUNE_RULES = ("largest", "hipsparselt")
 
-#: (builtin, model, M, N, steps of K) of the ``gemm`` part: every Pallas kernel family
-GEMMS = [
-    ("smfmac_f32_16x16x128_fp8_fp8", "cdna3", 128, 128, 4),
-    ("smfmac_f32_16x16x64_f16", "cdna3", 128, 128, 4),
-    ("smfmac_f32_32x32x32_bf16", "cdna3", 128, 128, 4),
-    ("swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", 128, 128, 8),
-    ("swmmac_f16_16x16x32_f16_w32", "gfx12_dot4", 128, 128, 8),
-    ("swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", 128, 128, 8),
-    ("smfmac_f32_16x16x128_fp8_fp8", "exact", 128, 128, 4),
-    ("swmmac_f32_16x16x32_f16_w32", "exact", 128, 128, 8),
-    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", 128, 128, 4),
-    ("smfmac_f32_16x16x64_bf16", "fma_chain_k", 128, 128, 4),
-    ("swmmac_i32_16x16x32_iu8_w32", "exact", 128, 128, 8),
-    ("smfmac_i32_16x16x128_i8", "exact", 128, 128, 4),
-    # dense RDNA4 WMMA (the driver's dense reading, issue #20)
-    ("wmma_f32_16x16x16_f16_w32_gfx12", "gfx12_dot4", 128, 128, 8),
-    ("wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", 128, 128, 8),
-    ("wmma_bf16_16x16x16_bf16_w32_gfx12", "gfx12_dot4", 128, 128, 8),
-    ("wmma_f32_16x16x16_fp8_bf8_w32_gfx12", "gfx12_dot4", 128, 128, 8),
-    ("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", 128, 128, 8),
-    ("wmma_f32_16x16x16_f16_w32_gfx12", "exact", 128, 128, 8),
-    ("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", 128, 128, 8),
-    ("wmma_i32_16x16x32_iu4_w32_gfx12", "staged_clamp", 128, 128, 8),
-]
+#: known defects the grid must still show until they are fixed (issue 20 item 3): the Pallas
+#: driver assumes a compressed A, so dense WMMA GEMMs raise on backend='pallas'
+KNOWN = {"dense WMMA on backend='pallas' (issue 20 defect 3: the Pallas driver assumes a compressed A)":
+         lambda key: key.backend == "pallas" and (key.builtin.startswith("wmma_") or key.builtin == "issue20_1011")}
 
 
-def gemm_cases(backend):
-    """(key, D bits) of every `GEMMS` row through `jwmma.tiled.paths.matrix_path`."""
-    from jwmma.backends.pallas.testdata import gemm_codes
+# ------------------------------------------------------------------------------ keys
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """One result: part, builtin ('name' or 'name@target'; prune: the dtype; repro: the set),
+    model (prune: the rule), clamp, path ('matrix', 'registers', 'waves'; prune: 'eager' or
+    'jit'; repro: also 'prune'), backend."""
+
+    part: str
+    builtin: str
+    model: str
+    path: str
+    backend: str
+    clamp: bool = False
+
+    def __str__(self):
+        return "|".join((self.part, self.builtin, self.model + ("+clamp" if self.clamp else ""), self.path,
+                         self.backend))
+
+    @classmethod
+    def parse(cls, text: str) -> "Key":
+        part, builtin, model, path, backend = text.split("|")
+        clamp = model.endswith("+clamp")
+        return cls(part, builtin, model[: -len("+clamp")] if clamp else model, path, backend, clamp)
+
+    @property
+    def anchor(self) -> "Key | None":
+        """The result this one must equal in the same run (None: it is an anchor, or has none)."""
+        if self.part in ("gemm", "repro") and self.path != "prune" and (self.path, self.backend) != ("matrix", "xla"):
+            return dataclasses.replace(self, path="matrix", backend="xla")
+        if self.part == "prune" and self.path == "jit":
+            return dataclasses.replace(self, path="eager")
+        return None
+
+    @property
+    def name(self) -> str:
+        return self.builtin.split("@")[0]
+
+    @property
+    def target(self) -> str | None:
+        return self.builtin.split("@")[1] if "@" in self.builtin else None
+
+
+def _specs():
+    """Every (label, spec): the table's rows, plus the CDNA3 rows whose fp8/bf8 decode
+    differently for their second target."""
+    import jwmma
+    from jwmma.isa.table import lookup
+
+    for name, spec in jwmma.BUILTINS.items():
+        yield name, spec
+        for t in spec.targets[1:]:
+            other = lookup(name, t)
+            if (other.a_format, other.b_format) != (spec.a_format, spec.b_format):
+                yield f"{name}@{t}", other
+
+
+@functools.lru_cache(maxsize=None)
+def spec_of(label: str):
+    from jwmma.isa.table import lookup
+
+    name, _, target = label.partition("@")
+    return lookup(name, target or None)
+
+
+def applicable_models(spec, clamp: bool = False) -> list[str]:
+    """The presets `jwmma.models.resolve` accepts for ``spec`` (what a ``model=`` name may be)."""
+    from jwmma import models
+    from jwmma.engine.step import context
+
+    out = []
+    for name in models.PRESETS:
+        try:
+            models.resolve(name, context(spec, clamp), spec.default_model)
+        except ValueError:
+            continue
+        out.append(name)
+    return out
+
+
+def has_kernel(spec, model: str, clamp: bool = False) -> bool:
+    """Whether backend='pallas' runs a Pallas kernel for the GEMM (else it raises: not in the grid)."""
+    from jwmma import models
+    from jwmma.backends import pallas
     from jwmma.engine.options import Options, resolve
     from jwmma.engine.step import context
-    from jwmma.numerics.rounding import x64_scope
-    from jwmma.tiled import paths
 
-    opts = resolve(Options(backend=backend))
-    for name, model, m, n, steps in GEMMS:
-        spec = jwmma.BUILTINS[name]
-        m_obj = jwmma.models.resolve(model, context(spec), spec.default_model)
-        a, p, b, c = (jax.numpy.asarray(x) for x in gemm_codes(spec, m, n, steps * spec.k, seed=7))
-        with x64_scope():
-            d = paths.matrix_path(a, p, b, c, spec=spec, model=m_obj, options=opts, a_signed=True, b_signed=True,
-                                  clamp=False)
-        d = np.asarray(d).astype(np.uint32)
-        yield f"gemm|{name}|{model}", (d if spec.c_type in ("f32", "i32") else d.astype(np.uint16))
+    m = models.resolve(model, context(spec, clamp), spec.default_model)
+    try:
+        return pallas.kernel_for(spec, m, resolve(Options(backend="pallas", platform="gpu")))
+    except ValueError:
+        return False
 
 
-def random_codes(rng, bits, shape, special_rate=0.02):
-    codes = rng.integers(0, 1 << bits, shape)
-    return codes
-
-
-def cases():
-    rng = np.random.default_rng(1234)
-    for name, spec in jwmma.BUILTINS.items():
-        lanes = spec.lanes
-        # registers straight from random bit patterns: covers subnormals, NaN/Inf, zeros
-        def regs(op):
-            words = rng.integers(0, 1 << 32, (WAVES, lanes, op.n), dtype=np.uint64).astype(np.uint32)
-            if op.packed:
-                return words.view(np.int32)
-            return (words & 0xFFFF).astype(np.uint16).view(op.dtype)
-        a = regs(spec.a)
-        b = regs(spec.b)
-        if spec.c_type == "f32":
-            c = (rng.standard_normal((WAVES, lanes, spec.c.n)) * 10.0 ** rng.integers(-40, 30, (WAVES, lanes, spec.c.n))).astype(np.float32)
-        elif spec.c_type == "i32":
-            c = rng.integers(-(2**31), 2**31, (WAVES, lanes, spec.c.n)).astype(np.int32)
-        else:
-            c = (rng.integers(0, 1 << 16, (WAVES, lanes, spec.c.n)).astype(np.uint16)).view(spec.c.dtype)
-        idx = rng.integers(0, 1 << 32, (WAVES, lanes), dtype=np.uint64).astype(np.uint32).view(np.int32)
-        if spec.integer:
-            mods = ["exact"] + (["staged_clamp"] if spec.signed_choice else [])
-        else:
-            mods = ["exact", "fma_chain"] + (["cdna3"] if spec.c_type == "f32" else [])
-            if spec.arch == "gfx12" and jwmma.models.PRESETS["gfx12_dot4"][0].check(
-                jwmma.models.Context(spec.a_format, spec.b_format, spec.c_format)
-            ) is None:
-                mods.append("gfx12_dot4")
-        for model in mods:
-            yield name, model, (a, b, c, idx)
-
-
-def run_case(name, model, ops):
-    spec = jwmma.BUILTINS[name]
-    a, b, c, idx = ops
-    fn = getattr(jwmma, name)
-    d = fn(*hip_args(spec.convention, a, b, c, idx, a_signed=True, b_signed=False, clamp=True, abid=1), model=model)
-    d = np.asarray(d)
-    return d.view(np.uint32 if d.itemsize == 4 else np.uint16)
-
-
-def nan_mask(name, bits):
-    spec = jwmma.BUILTINS[name]
-    if spec.c_type == "i32":
-        return np.zeros(bits.shape, bool)
-    v = bits.view(np.float32 if bits.itemsize == 4 else np.float16)
-    if spec.c_type == "bf16":
-        return ((bits & 0x7F80) == 0x7F80) & ((bits & 0x7F) != 0)
-    return np.isnan(v)
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser()
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--save")
-    g.add_argument("--compare")
-    ap.add_argument("--parts", default="builtins,gemm", help="comma list of: builtins, gemm")
-    ap.add_argument("--backend", default="auto", help="backend of the gemm part: auto, xla, pallas")
-    args = ap.parse_args(argv)
-    parts = set(args.parts.split(","))
-    print(f"# backend {jax.default_backend()} {jax.devices()[0].device_kind}; gemm part: {args.backend}", flush=True)
-    out = {}
-    if "builtins" in parts:
-        for i, (name, model, ops) in enumerate(cases()):
-            out[f"{name}|{model}"] = run_case(name, model, ops)
-            if args.save and i % 10 == 9:  # what is done survives a time limit
-                np.savez(args.save, **out)
-                print(f"{i + 1} builtin/model results saved", flush=True)
-    if "gemm" in parts:
-        for key, bits in gemm_cases(args.backend):
-            out[key] = bits
-            print(f"{key}: done", flush=True)
-    if args.save:
-        np.savez_compressed(args.save, **out)
-        print(f"saved {len(out)} results to {args.save}")
-        return 0
-    ref = np.load(args.compare)
-    bad = 0
-    for key, bits in out.items():
-        if key not in ref:
-            print(f"{key}: not in reference")
+def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, targets=False) -> list[Key]:
+    """Every key of the grid (module doc), filtered: ``only`` / ``models`` are lists of
+    substrings of builtin labels / exact model names."""
+    keys = []
+    for label, spec in _specs():
+        if (only and not any(o in label for o in only)) or (not targets and "@" in label):
             continue
-        r = ref[key]
-        name = key.split("|")[1 if key.startswith("gemm|") else 0]
-        same = (bits == r) | (nan_mask(name, bits) & nan_mask(name, r))
-        if not same.all():
-            bad += 1
-            print(f"{key}: {int((~same).sum())} of {same.size} differ")
-    print(f"{len(out) - bad} of {len(out)} builtin/model results bit-identical to the reference")
-    return 1 if bad else 0
+        for clamp in ((False, True) if spec.signed_choice else (False,)):
+            for model in applicable_models(spec, clamp):
+                if models and model not in models:
+                    continue
+                if "gemm" in parts:
+                    for path in paths:
+                        if "xla" in backends:
+                            keys.append(Key("gemm", label, model, path, "xla", clamp))
+                    if "pallas" in backends and "matrix" in paths and has_kernel(spec, model, clamp):
+                        keys.append(Key("gemm", label, model, "matrix", "pallas", clamp))
+                if "waves" in parts and "xla" in backends:
+                    keys.append(Key("waves", label, model, "waves", "xla", clamp))
+    if "prune" in parts and not only and not models:
+        for dt in data.PRUNE_DTYPES:
+            for rule in PRUNE_RULES:
+                if rule == "largest" or dt in data.HIPSPARSELT:
+                    keys += [Key("prune", dt, rule, mode, "-") for mode in ("eager", "jit")]
+    if "repro" in parts and not only and not models:
+        for name, (builtin, model, prune, *_ops) in data.issue20_repro().items():
+            keys += [Key("repro", name, model, p, "xla") for p in paths]
+            if "pallas" in backends and "matrix" in paths:
+                keys.append(Key("repro", name, model, "matrix", "pallas"))
+            if prune:
+                keys.append(Key("repro", name, "largest", "prune", "-"))
+    return keys
+
+
+# ------------------------------------------------------------------------------ running
+def _bits(x) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[x.dtype.itemsize])
+
+
+def _digest(*arrays) -> str:
+    h = hashlib.sha1()
+    for x in arrays:
+        if x is not None:
+            x = np.ascontiguousarray(x)
+            h.update(str((x.dtype.str, x.shape)).encode())
+            h.update(x.view(np.uint8).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _options(backend: str):
+    import jax
+    import jwmma
+
+    if backend == "pallas":
+        on_cpu = jax.default_backend() == "cpu"
+        return jwmma.Options(backend="pallas", pallas=jwmma.PallasOptions(interpret=True) if on_cpu else
+                             jwmma.PallasOptions())
+    return jwmma.Options(backend="xla")
+
+
+@functools.lru_cache(maxsize=4)
+def _gemm_data(label: str):
+    a, b, c, names = data.gemm_operands(spec_of(label))
+    return a, b, c, names, _digest(a, b, c)
+
+
+@functools.lru_cache(maxsize=4)
+def _wave_data(label: str):
+    """Registers of the direct calls, packed on the host CPU (the same words on every machine)."""
+    import jax
+    import jwmma
+
+    spec = spec_of(label)
+    a, pos, b, c, names = data.wave_operands(spec)
+    kw = {"target": spec.target} if len(spec.targets) > 1 else {}
+    last = spec.n_sets - 1 if not spec.dense else 0
+    with jax.default_device(jax.devices("cpu")[0]):
+        ra = np.asarray(jwmma.pack_a(spec.name, a, **kw))
+        rb = np.asarray(jwmma.pack_b(spec.name, b, **kw))
+        rc = np.asarray(jwmma.pack_c(spec.name, c, **kw))
+        idx = None
+        if not spec.dense:
+            idx = np.asarray(jwmma.pack_index(spec.name, pos, index_set=last)).view(np.uint32)
+            if spec.n_sets > 1:  # the other sets hold random bits: the call must not read them
+                width = 32 // spec.n_sets
+                mine = np.uint32(((1 << width) - 1) << spec.index_sets[last])
+                rng = np.random.default_rng(data.seed_of("idx", label))
+                noise = rng.integers(0, 1 << 32, idx.shape, dtype=np.uint64).astype(np.uint32)
+                idx = (idx & mine) | (noise & ~mine)
+            idx = idx.view(np.int32)
+    return ra, rb, rc, idx, names, _digest(ra, rb, rc, idx)
+
+
+def _payloads(spec, model: str) -> bool:
+    """Whether the model defines its NaN results' payloads (compare them across machines)."""
+    from jwmma import models
+    from jwmma.engine.step import context
+
+    if spec.integer:
+        return True
+    m = models.resolve(model, context(spec), spec.default_model)
+    if isinstance(m, models.Gfx12Dot4) or isinstance(m, (models.NvidiaTensorCore, models.FusedDotAdd)):
+        return True
+    return isinstance(m, models.FMAChain) and m.nan == "propagate"
+
+
+def run_key(key: Key):
+    """(bits or None, info) of one key; an exception is caught and reported in info['error']."""
+    import jax
+
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    info = {}
+    try:
+        bits, info = _run(key)
+        bits = np.ascontiguousarray(bits)
+    except Exception as e:  # noqa: BLE001 (reported per key, the run goes on)
+        bits, info["error"] = None, f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    info["cpu_seconds"] = round(_cpu_seconds() - c0, 3)  # all threads: the cost on a busy machine
+    jax.clear_caches()  # bounded memory over a long grid
+    return bits, info
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _run(key: Key):
+    import jax
+    import jwmma
+    from jwmma.isa.conventions import hip_args
+
+    if key.part == "prune":
+        x, names = data.prune_inputs(key.builtin)
+        fn = functools.partial(jwmma.prune_2_4, rule=key.model)
+        out = (jax.jit(fn) if key.path == "jit" else fn)(x)
+        return _bits(out), {"classes": list(names), "kind": "bits", "digest": _digest(x)}
+    if key.part == "repro":
+        builtin, model, prune, a, b, c = data.issue20_repro()[key.builtin]
+        info = {"classes": ["repro"], "digest": _digest(a, b, c)}
+        if key.path == "prune":
+            return _bits(jwmma.prune_2_4(a))[None], dict(info, kind="bits")
+        spec = spec_of(builtin)
+        d = jwmma.gemm(a, b, c, builtin=builtin, model=model, prune=prune, path=key.path,
+                       options=_options(key.backend))
+        return _bits(d)[None], dict(info, kind=spec.c_type, payloads=_payloads(spec, model))
+    spec = spec_of(key.builtin)
+    info = {"kind": spec.c_type, "payloads": _payloads(spec, key.model)}
+    opts = _options(key.backend)
+    if key.part == "gemm":
+        a, b, c, names, digest = _gemm_data(key.builtin)
+        kw = dict(target=spec.target) if len(spec.targets) > 1 else {}
+        if spec.signed_choice:
+            kw["clamp"] = key.clamp
+        d = jwmma.gemm(a, b, c, builtin=spec.name, model=key.model, path=key.path, prune=not spec.dense,
+                       options=opts, **kw)
+        return _bits(d), dict(info, classes=list(names), digest=digest)
+    ra, rb, rc, idx, names, digest = _wave_data(key.builtin)
+    last = spec.n_sets - 1 if not spec.dense else 0
+    kw = {"model": key.model, "options": opts}
+    if len(spec.targets) > 1:
+        kw["target"] = spec.target
+    if spec.index.selector == "index_key":
+        kw["index_key"] = last
+    fn = getattr(jwmma, spec.name)
+    d = fn(*hip_args(spec.convention, ra, rb, rc, idx, a_signed=True, b_signed=False, clamp=key.clamp, abid=last),
+           **kw)
+    return _bits(d), dict(info, classes=list(names), digest=digest)
+
+
+# ------------------------------------------------------------------------------ comparing
+_NAN = {"f32": (0x7F800000, 0x007FFFFF), "f16": (0x7C00, 0x03FF), "bf16": (0x7F80, 0x007F)}
+
+
+def _nan(bits, kind):
+    e, m = _NAN[kind]
+    return ((bits & e) == e) & ((bits & m) != 0)
+
+
+def compare(got, ref, kind: str, payloads: bool):
+    """(per-output equality, payload-only differences) of two bit arrays: NaN by NaN-ness for
+    float results of a model without payloads, unless ``payloads``."""
+    if got is None or ref is None or got.shape != ref.shape or got.dtype != ref.dtype:
+        n = (ref if ref is not None else got).shape
+        return np.zeros(n, bool), 0
+    eq = got == ref
+    if kind in _NAN:
+        both = _nan(got, kind) & _nan(ref, kind)
+        extra = both & ~eq
+        if not payloads:
+            eq = eq | both
+        return eq, int(extra.sum())
+    return eq, 0
+
+
+@dataclasses.dataclass
+class Row:
+    key: Key
+    against: str  # what it was compared with
+    counts: list  # (class, identical, total)
+    payload_only: int = 0
+    error: str | None = None
+    note: str = ""
+
+    @property
+    def ok(self):
+        return self.error is None and all(s == t for _, s, t in self.counts)
+
+
+def _class_counts(eq, classes):
+    if eq.ndim == 0 or eq.shape[0] != len(classes):
+        return [("all", int(eq.sum()), int(eq.size))]
+    return [(c, int(eq[i].sum()), int(eq[i].size)) for i, c in enumerate(classes)]
+
+
+def compare_runs(results, infos, ref_results, ref_infos, mode: str) -> list[Row]:
+    """Rows of ``results`` against ``ref_results``: mode 'self' (anchors of the same run,
+    bit for bit) or 'ref' (same key of the reference, else its anchor; NaN rule)."""
+    rows = []
+    for text in sorted(infos):
+        key, info = Key.parse(text), infos[text]
+        if mode == "self":
+            if key.anchor is None:
+                continue
+            other, against = str(key.anchor), "this run's " + _short(key.anchor)
+        else:
+            other, against = text, "reference"
+            if ref_results.get(text) is None and key.anchor is not None:
+                other, against = str(key.anchor), "reference " + _short(key.anchor)
+        ref, rinfo = ref_results.get(other), ref_infos.get(other, {})
+        classes = info.get("classes") or rinfo.get("classes") or ["all"]
+        if ref is None:
+            why = rinfo.get("error") or "not in the reference"
+            rows.append(Row(key, against, [], error=f"no reference result ({why})"))
+            continue
+        kind = info.get("kind") or rinfo.get("kind")
+        payloads = True if mode == "self" else bool(info.get("payloads", rinfo.get("payloads", True)))
+        eq, extra = compare(results.get(text), ref, kind, payloads)
+        note = ""
+        if info.get("digest") and rinfo.get("digest") and info["digest"] != rinfo["digest"]:
+            note = "INPUTS DIFFER (digest): not comparable"
+        rows.append(Row(key, against, _class_counts(eq, classes), extra, info.get("error"), note))
+    return rows
+
+
+def _short(key: Key) -> str:
+    return f"{key.path}/{key.backend}"
+
+
+def known_defect(key: Key) -> str | None:
+    for why, match in KNOWN.items():
+        if match(key):
+            return why
+    return None
+
+
+def report(rows: list[Row], out=print, quiet=False) -> tuple[int, int, int]:
+    """Print one line per row (per-class counts) and the summary; returns (identical, total,
+    bad rows)."""
+    same = total = bad = 0
+    w = max([40] + [len(str(r.key)) for r in rows])
+    for r in rows:
+        s, t = sum(c[1] for c in r.counts), sum(c[2] for c in r.counts)
+        same, total = same + s, total + t
+        bad += not r.ok
+        if quiet and r.ok and not r.payload_only:
+            continue
+        cells = "  ".join(f"{c} {i}/{n}" for c, i, n in r.counts)
+        line = f"{str(r.key):{w}s}  {cells}"
+        if r.payload_only:
+            line += f"  (NaN payloads differ at {r.payload_only})"
+        if r.error:
+            kd = known_defect(r.key)
+            line += f"  ERROR {r.error}" + (f"  [known: {kd}]" if kd else "")
+        if r.note:
+            line += f"  {r.note}"
+        if not r.ok:
+            line += f"  <- vs {r.against}"
+        out(line)
+    out(f"{same}/{total} identical ({len(rows) - bad} of {len(rows)} results fully identical, "
+        f"{sum(r.error is not None for r in rows)} errors)")
+    return same, total, bad
+
+
+# ------------------------------------------------------------------------------ files
+def load(path):
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["__meta__"]))
+        results = {k: z[k] for k in z.files if k != "__meta__"}
+    infos = meta["items"]
+    return {k: results.get(k) for k in infos}, infos, meta.get("env", {})
+
+
+def save(path, results, infos, env):
+    tmp = f"{path}.tmp.npz"
+    arrays = {k: v for k, v in results.items() if v is not None}
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, __meta__=np.array(json.dumps({"env": env, "items": infos})), **arrays)
+    os.replace(tmp, path)
+
+
+def environment() -> dict:
+    import jax
+    import jwmma
+
+    d = jax.devices()[0]
+    return {"jax": jax.__version__, "jaxlib": getattr(jax.lib, "__version__", ""), "jwmma": jwmma.__version__,
+            "backend": jax.default_backend(), "device": getattr(d, "device_kind", str(d)),
+            "numpy": np.__version__}
+
+
+# ------------------------------------------------------------------------------ the run
+def _work(text):
+    bits, info = run_key(Key.parse(text))
+    return text, bits, info
+
+
+def _cost(key: Key) -> int:
+    """Rough order for the parallel queue: the longest compiles first."""
+    return -(3 * (key.backend == "pallas") + 2 * (key.model == "exact") + (key.path == "registers"))
+
+
+def execute(keys, jobs=1, time_limit=None, on_result=None, log=print):
+    """Run ``keys`` (in ``jobs`` processes); ``on_result(text, bits, info)`` for each. Returns
+    (results, infos, environment, finished)."""
+    results, infos = {}, {}
+    t0 = time.perf_counter()
+    texts = [str(k) for k in sorted(keys, key=_cost)] if jobs > 1 else [str(k) for k in keys]
+    done = 0
+
+    def take(text, bits, info):
+        nonlocal done
+        done += 1
+        results[text], infos[text] = bits, info
+        flag = f"  ERROR {info['error']}" if info.get("error") else ""
+        log(f"[{done}/{len(texts)} {time.perf_counter() - t0:7.1f}s] {text} {info['seconds']:.1f}s{flag}")
+        if on_result:
+            on_result(text, bits, info)
+
+    def over():
+        return time_limit is not None and time.perf_counter() - t0 > time_limit
+
+    if jobs <= 1:
+        env = environment()
+        for text in texts:
+            if over():
+                return results, infos, env, False
+            take(*_work(text))
+        return results, infos, env, True
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # the workers share one GPU
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        env = pool.submit(environment).result()
+        pending, queue = set(), list(texts)
+        while queue or pending:
+            while queue and len(pending) < 2 * jobs and not over():
+                pending.add(pool.submit(_work, queue.pop(0)))
+            if not pending:
+                break
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished:
+                take(*f.result())
+        return results, infos, env, not queue
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--save", metavar="NPZ", help="save this run's results")
+    ap.add_argument("--compare", metavar="NPZ", help="compare this run with a saved reference")
+    ap.add_argument("--self", action="store_true", help="compare every result with its anchor in this run")
+    ap.add_argument("--diff", nargs=2, metavar=("REF", "OTHER"), help="compare two saved runs; nothing runs")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
+    ap.add_argument("--paths", default=",".join(PATHS), help="gemm paths: matrix, registers")
+    ap.add_argument("--backends", default=",".join(BACKENDS), help="xla, pallas")
+    ap.add_argument("--only", default=None, help="comma list of substrings of builtin names")
+    ap.add_argument("--models", default=None, help="comma list of model presets")
+    ap.add_argument("--targets", action="store_true", help="add the CDNA3 fp8/bf8 rows decoded for gfx950")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1: this one)")
+    ap.add_argument("--resume", action="store_true", help="with --save: skip the keys the file already holds")
+    ap.add_argument("--time-limit", type=float, default=None, help="seconds after which no item starts")
+    ap.add_argument("--save-every", type=float, default=60.0, help="seconds between saves of --save")
+    ap.add_argument("--report", metavar="TXT", help="also write the comparison table here")
+    ap.add_argument("--quiet", action="store_true", help="print only results that are not identical")
+    ap.add_argument("--list", action="store_true", help="print the grid's keys and their count, run nothing")
+    args = ap.parse_args(argv)
+    if not (args.save or args.compare or args.self or args.diff or args.list):
+        ap.error("give --save, --compare, --self, --diff or --list")
+    lines = []
+
+    def out(line):
+        print(line, flush=True)
+        lines.append(line)
+
+    if args.diff:
+        ref, rinfo, renv = load(args.diff[0])
+        got, ginfo, genv = load(args.diff[1])
+        out(f"# reference {args.diff[0]}: {renv}\n# compared  {args.diff[1]}: {genv}")
+        _, _, bad = report(compare_runs(got, ginfo, ref, rinfo, "ref"), out, args.quiet)
+        _write(args.report, lines)
+        return 1 if bad else 0
+
+    split = lambda s: [x for x in s.split(",") if x] if s else None  # noqa: E731
+    keys = grid(parts=split(args.parts), paths=split(args.paths), backends=split(args.backends),
+                only=split(args.only), models=split(args.models), targets=args.targets)
+    if args.list:
+        for k in keys:
+            print(k)
+        print(f"{len(keys)} keys")
+        return 0
+    results, infos, env0 = {}, {}, {}
+    if args.resume and args.save and os.path.exists(args.save):
+        results, infos, env0 = load(args.save)
+        keep = {k for k, v in infos.items() if not v.get("error")}
+        results, infos = {k: results[k] for k in keep}, {k: infos[k] for k in keep}
+        print(f"# resuming: {len(keep)} results in {args.save}", flush=True)
+    todo = [k for k in keys if str(k) not in infos]
+    print(f"# {len(keys)} keys, {len(todo)} to run, {args.jobs} process(es)", flush=True)
+    last = [time.perf_counter()]
+    env_box = [env0]
+
+    def on_result(text, bits, info):
+        results[text], infos[text] = bits, info
+        if args.save and time.perf_counter() - last[0] > args.save_every:
+            save(args.save, results, infos, env_box[0])
+            last[0] = time.perf_counter()
+
+    t0 = time.perf_counter()
+    new_r, new_i, env, finished = execute(todo, args.jobs, args.time_limit, on_result,
+                                          log=lambda s: print(s, file=sys.stderr, flush=True))
+    env_box[0] = env = env or env0
+    wall = time.perf_counter() - t0
+    out(f"# {env}\n# ran {len(new_i)} keys in {wall:.1f} s with {args.jobs} process(es)"
+        f"{'' if finished else ' (time limit: partial, rerun with --resume)'}")
+    if args.save:
+        save(args.save, results, infos, env)
+        out(f"# saved {len(infos)} results to {args.save}")
+    bad = 0
+    wanted = {str(k) for k in keys}
+    mine = {k: v for k, v in infos.items() if k in wanted}
+    if args.self:
+        out("# each result against its anchor in this run (bit for bit)")
+        bad += report(compare_runs(results, mine, results, infos, "self"), out, args.quiet)[2]
+    if args.compare:
+        ref, rinfo, renv = load(args.compare)
+        out(f"# against {args.compare}: {renv}")
+        bad += report(compare_runs(results, mine, ref, rinfo, "ref"), out, args.quiet)[2]
+    errors = [k for k, v in mine.items() if v.get("error")]
+    if errors and not (args.self or args.compare):
+        out(f"# {len(errors)} keys raised:")
+        for k in errors:
+            kd = known_defect(Key.parse(k))
+            out(f"  {k}: {mine[k]['error']}" + (f"  [known: {kd}]" if kd else ""))
+    _write(args.report, lines)
+    if not finished:
+        return 3
+    return 1 if bad or errors else 0
+
+
+def _write(path, lines):
+    if path:
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
