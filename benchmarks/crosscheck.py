@@ -66,10 +66,9 @@ PATHS = ("matrix", "registers")
 BACKENDS = ("xla", "pallas")
 PRUNE_RULES = ("largest", "hipsparselt")
 
-#: known defects the grid must still show until they are fixed (issue 20 item 3): the Pallas
-#: driver assumes a compressed A, so dense WMMA GEMMs raise on backend='pallas'
-KNOWN = {"dense WMMA on backend='pallas' (issue 20 defect 3: the Pallas driver assumes a compressed A)":
-         lambda key: key.backend == "pallas" and (key.builtin.startswith("wmma_") or key.builtin == "issue20_1011")}
+#: known defects the grid shows while they are open: (description -> key predicate); none now
+#: (dense WMMA GEMMs on backend='pallas' raised until the Pallas driver learnt dense A)
+KNOWN: dict = {}
 
 
 # ------------------------------------------------------------------------------ keys

@@ -5,9 +5,9 @@ the Pallas kernels in interpret mode and the register path.
 
 The default run takes a spread subset, one builtin per family and Pallas kernel family, every
 data class in each call (`SUBSET`); ``-m slow`` the whole grid. The reference is always the
-other implementation (``backend='xla', path='matrix'``), computed in the same run. The dense
-WMMA GEMMs on ``backend='pallas'`` raise (issue 20 defect 3): strict xfails, so they turn
-into failures the day the fix lands and the mark has to go.
+other implementation (``backend='xla', path='matrix'``), computed in the same run. A defect
+listed in the crosscheck's ``KNOWN`` is a strict xfail of its keys (none is listed now: the dense
+WMMA GEMMs on ``backend='pallas'`` raised until the driver learnt dense A).
 """
 from __future__ import annotations
 
@@ -37,10 +37,9 @@ def _load():
 X = _load()
 D = sys.modules["crosscheck_data"]
 
-DENSE_PALLAS = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="issue 20 defect 3: dense WMMA GEMMs raise on backend='pallas' (the Pallas driver assumes a "
-           "compressed A: 'inconsistent operands')")
+def _known(key):
+    why = X.known_defect(key)
+    return [pytest.mark.xfail(strict=True, raises=AssertionError, reason=why)] if why else []
 
 #: (builtin, model, clamp, path, backend): one per family (RDNA4 SWMMAC, CDNA4 SMFMAC, CDNA3
 #: SMFMAC, RDNA4 WMMA), both paths, and Pallas kernels of the gfx12, fma_chain and integer
@@ -52,8 +51,7 @@ SUBSET = [
     ("swmmac_i32_16x16x32_iu8_w32", "exact", True, "matrix", "pallas"),
     ("smfmac_i32_16x16x64_i8", "staged_clamp", False, "registers", "xla"),
     ("wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", False, "registers", "xla"),
-    pytest.param(("wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", False, "matrix", "pallas"), marks=DENSE_PALLAS,
-                 id="wmma_f32_16x16x16_bf16_w32_gfx12-gfx12_dot4-matrix-pallas"),
+    ("wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", False, "matrix", "pallas"),
 ]
 
 
@@ -93,7 +91,7 @@ def _grid_cases():
     for key in X.grid(parts=("gemm",)):
         if key.anchor is None:
             continue
-        marks = [DENSE_PALLAS] if X.known_defect(key) else []
+        marks = _known(key)
         out.append(pytest.param(key, marks=marks, id=str(key).replace("|", "-")))
     return out
 
