@@ -72,15 +72,15 @@ def index_violations(name: str, idx, cbsz: int = 0, abid: int = 0, index_key: in
     return violations(spec, jnp.asarray(idx), s)
 
 
-def _describe(spec, bad: np.ndarray, idx: np.ndarray, s: int) -> str:
-    where = np.argwhere(bad)
-    first = tuple(int(x) for x in where[0])
+def _describe(spec, count: int, first: tuple, word, s: int) -> str:
+    """`fail_if`'s summary (pairs that fail, the first (*batch, lane, pair), that lane's
+    index word) -> the message."""
     *batch, lane, t = first
-    word = int(np.asarray(idx)[tuple(batch) + (lane,)]) & 0xFFFFFFFF
+    word = int(word) & 0xFFFFFFFF
     p0 = (word >> (s + 4 * t)) & 3
     p1 = (word >> (s + 4 * t + 2)) & 3
     return (
-        f"{spec.name}: {len(where)} index pair(s) the hardware leaves undefined; first at "
+        f"{spec.name}: {count} index pair(s) the hardware leaves undefined; first at "
         f"wave {tuple(batch)} lane {lane} pair {t} (elements {2 * t},{2 * t + 1}, bits "
         f"{s + 4 * t + 3}:{s + 4 * t}): positions ({p0}, {p1}), expected {_RULE_TEXT[spec.index.undefined]}"
     )
@@ -91,4 +91,5 @@ def report_violations(spec: BuiltinSpec, idx, s: int) -> None:
     jitted computation runs (through a host callback)."""
     if idx.size == 0:
         return
-    fail_if(violations(spec, jnp.asarray(idx), s), lambda bad, idx: _describe(spec, bad, idx, s), idx)
+    fail_if(violations(spec, jnp.asarray(idx), s), lambda count, first, word: _describe(spec, count, first, word, s),
+            idx)

@@ -178,9 +178,8 @@ def _message_2_4(what, first, nonzeros, total):
 
 
 def _describe_2_4(what):
-    def describe(bad, count):
-        first = tuple(int(i) for i in np.argwhere(bad)[0])
-        return _message_2_4(what, first, count[first], bad.sum())
+    def describe(groups, first, nonzeros):  # `fail_if`'s summary: failing groups, the first, its count
+        return _message_2_4(what, first, nonzeros, groups)
 
     return describe
 
@@ -203,8 +202,7 @@ def compress_2_4(a24, *, what: str = "a24"):
         if a24.size == 0:
             return jnp.zeros(half, a24.dtype), jnp.zeros(half, jnp.int32)
         values, pos, count = _compress(g)
-        fail_if(count > 2, _describe_2_4(what), count,
-                describe_first=lambda total, first, nonzeros: _message_2_4(what, first, nonzeros, total))
+        fail_if(count > 2, _describe_2_4(what), count)
         return values, pos
 
 
@@ -235,8 +233,7 @@ def check_2_4(a24, *, what: str = "a24") -> None:
             return
         _, g = _groups(x, what)
         count = _compress(g)[2]
-        fail_if(count > 2, _describe_2_4(what), count,
-                describe_first=lambda total, first, nonzeros: _message_2_4(what, first, nonzeros, total))
+        fail_if(count > 2, _describe_2_4(what), count)
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -334,12 +331,11 @@ def decompress_2_4(values, pos, *, check: bool = False):
         check_values(pos, 0, 3, "pos", check)
         pr = jnp.asarray(pos).reshape(*pos.shape[:-1], -1, 2) & 3
 
-        def same(bad, p):
-            first = tuple(int(i) for i in np.argwhere(bad)[0])
+        def same(count, first):
             return f"pos selects the same position twice in group {first}"
 
         if check or jax_concrete(pos):
-            fail_if(pr[..., 0] == pr[..., 1], same, pr)
+            fail_if(pr[..., 0] == pr[..., 1], same)
         vals = _bits(values) if _is_float(values.dtype) else values
         v = vals.reshape(*values.shape[:-1], -1, 2)
         idx = jnp.arange(4)

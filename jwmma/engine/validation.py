@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -142,11 +143,39 @@ def broadcast_batch(*arrays_and_tails):
 
 
 # ------------------------------------------------------------------ checks of traced values
-# How a failed check on traced values surfaces (API.md "checks inside jit"): outside
-# `jwmma.checked` a host callback raises the ValueError when the computation runs (JAX wraps
-# it in a JaxRuntimeError whose text carries the message); inside `jwmma.checked` the check
-# is a `jax.experimental.checkify` check and the wrapper raises a ValueError with the message.
+# How a failed check surfaces (API.md "checks inside jit"): concrete values raise now; traced
+# ones when the computation runs: outside `jwmma.checked` a host callback raises the
+# ValueError (JAX wraps it in a JaxRuntimeError whose text carries the message); inside
+# `jwmma.checked` a `jax.experimental.checkify` check, which the wrapper raises as ValueError.
+#
+# Every message is built from a summary of the failing entries, never from the whole array:
+# ``describe(count, first, *values)`` gets their number, the index tuple of the first and
+# each operand's value there. Traced, the summary is made inside the program by reductions
+# over the whole array (`_summary`). A reduction of a sharded array is an all-reduce that
+# XLA inserts, so the scalars are replicated: in a job of several processes every process
+# holds the same flag and the same message values, whichever process's shard is bad. The
+# host callback then runs on every device (``partitioned=True``: each calls it with its own
+# copy of the replicated scalars), so every process raises the same ValueError at once.
+# (JAX logs each device's failed callback; the call raises once per process.) Before, the
+# callback got the whole arrays, which a partitioned program gathers to one device: only
+# that device's process raised, the others saw a successful call, and once the failing
+# process stopped they waited in their next collective for the heartbeat timeout. Agreeing inside the program was chosen
+# over the coordination service's key-value store: the store would need a flag on every
+# process anyway (to know there is a message to wait for, which is this all-reduce), plus
+# a key per failure, a JAX-internal client and a timeout; the reduction uses the collectives
+# the user's program already runs, costs a few scalars, and cannot wait for anything.
+# A checkify check carries the same scalars in its error value (replicated too).
+#
+# Inside `shard_map` a reduction is the device's own: there the summaries are agreed
+# explicitly over the mesh axes the checked array varies over (`_agree_over`), and every
+# device reports the first failing device's block (block-local indices, as the mapped
+# function sees its block). Where nothing is shared the processes cannot agree: `pmap`, and
+# shard_map with ``check_vma=False`` (no varying-axis types to read the axes from), leave a
+# check per device, so only the processes whose blocks fail raise; a computation on
+# process-local devices (``devices='local'``) fails only on the processes whose data is bad.
 _CHECKIFY = contextvars.ContextVar("jwmma_checkify", default=False)
+#: whether this JAX's debug callbacks can run on every device (``partitioned=``)
+_PARTITIONED = "partitioned" in inspect.signature(jax.debug.callback).parameters
 
 
 def _x64(on: bool):
@@ -158,69 +187,152 @@ def _x64(on: bool):
 
 
 class _Message(str):
-    """A checkify format string whose ``format`` builds jwmma's message from the operands."""
+    """A checkify format string whose ``format`` builds jwmma's message from the payload."""
 
-    def __new__(cls, label, describe):
+    def __new__(cls, label, build):
         self = super().__new__(cls, label)
-        self.describe = describe
+        self.build = build
         return self
 
     def format(self, *args, **kwargs):  # noqa: A003 - checkify calls fmt_string.format(*operands)
-        return self.describe(*(np.asarray(a) for a in args))
+        return self.build(*args)
 
     def __hash__(self):
         return hash(str(self))
 
 
-def fail_if(bad, describe, *operands, describe_first=None) -> None:
-    """Raise ValueError(describe(*operands as numpy)) where any of ``bad`` is True.
+def _summary(bad, operands):
+    """(count, first index (one int32 scalar per dim), each operand's value at the first
+    index's leading dims) of a boolean array, by reductions only (no gather): on a sharded
+    array every result is replicated. No True entry: count 0, first all zeros."""
+    bad = bad.astype(bool)
+    count = jnp.sum(bad, dtype=jnp.int32)
+    # the first True in row-major order, one dim after the other (int32 minima: no argmax,
+    # whose index type follows the x64 flag, and no flat index that could pass 2**31)
+    at, first = bad, []
+    for d in range(bad.ndim):
+        iota = jax.lax.broadcasted_iota(jnp.int32, bad.shape, d)
+        i = jnp.min(jnp.where(at, iota, jnp.int32(bad.shape[d])))
+        i = jnp.where(count > 0, i, jnp.int32(0))
+        first.append(i)
+        at = at & (iota == i)
+    first = tuple(first)
+    values = []
+    for op in operands:
+        op = op.astype(jnp.int32) if op.dtype == bool else op
+        full = jnp.broadcast_to(op.reshape(op.shape + (1,) * (bad.ndim - op.ndim)), bad.shape)
+        values.append(jnp.sum(jnp.where(at, full, jnp.zeros((), op.dtype)), dtype=op.dtype))  # one term: exact
+    return count, first, values
+
+
+_summary_jit = jax.jit(_summary)
+
+
+def _concrete_summary(bad, operands):
+    """`_summary` of concrete values as Python/numpy scalars, or None when nothing fails. A
+    `jax.Array` (also a global array of several processes, which cannot be read back whole)
+    is summarised on its devices: only scalars come back."""
+    if any(isinstance(x, jax.Array) for x in (bad, *operands)):
+        count, first, values = _summary_jit(jnp.asarray(bad), [jnp.asarray(o) for o in operands])
+        if int(count) == 0:
+            return None
+        return int(count), tuple(int(i) for i in first), [np.asarray(v)[()] for v in values]
+    b = np.asarray(bad)
+    if not b.any():
+        return None
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(b.reshape(-1))), b.shape))
+    return int(b.sum()), first, [np.asarray(o)[first[: np.ndim(o)]] for o in operands]
+
+
+def fail_if(bad, describe, *operands) -> None:
+    """Raise ValueError(describe(count, first, *values)) where any of ``bad`` is True.
 
     Args:
         bad: a boolean array; concrete: checked now; traced: when the computation runs (a
-            host callback, or a checkify check inside `jwmma.checked`).
-        describe: builds the message from the numpy values of ``bad`` and ``operands``.
-        describe_first: for arrays that cannot be read back whole (a global array of several
-            processes): builds the same message from (count, first index, operands[0] there),
-            which `first_violation` gets as scalars.
+            host callback, or a checkify check inside `jwmma.checked`), on every process of
+            a multi-process job alike (section comment above).
+        describe: builds the message from the number of True entries of ``bad``, the index
+            tuple of the first and each operand's value at the first index's leading dims.
+        operands: integer or bool arrays of ``bad``'s leading dims (e.g. ``bad``'s shape,
+            or without its last axis).
     """
+    for o in operands:
+        if np.ndim(o) > np.ndim(bad):
+            raise ValueError("fail_if: an operand has more dims than bad")  # jwmma's own misuse
     if is_concrete(bad) and all(is_concrete(o) for o in operands):
-        if isinstance(bad, jax.Array) and not bool(jnp.any(bad)):
-            return  # one scalar comes back, never the array (global arrays of several processes too)
-        try:
-            b = np.asarray(bad)
-            ops = [np.asarray(o) for o in operands]
-        except Exception:  # noqa: BLE001 - not addressable here (a multi-process global array)
-            got = first_violation(bad, operands[0] if operands else bad)
-            if describe_first is not None:
-                raise ValueError(describe_first(*got)) from None
-            raise ValueError(f"{got[0]} value(s) fail jwmma's check; first at {got[1]}") from None
-        if b.any():
-            raise ValueError(describe(b, *ops))
+        got = _concrete_summary(bad, operands)
+        if got is not None:
+            raise ValueError(describe(got[0], got[1], *got[2]))
         return
     bad = jnp.asarray(bad)
     operands = tuple(jnp.asarray(o) for o in operands)
-    handled = _checked_by_vmap(bad, operands, describe, describe_first)
+    if bad.size == 0:
+        return
+    handled = _checked_by_vmap(bad, operands, describe)
+    count, first, values = _summary(bad, operands)
+    axes = _manual_axes(bad, *operands)
+    if axes:  # inside shard_map: agree over the devices whose blocks differ
+        count, first, values = _agree_over(axes, count, first, values)
+    nd = len(first)
+
+    def message(count, *rest):
+        first, values = rest[:nd], rest[nd:]
+        return describe(int(count), tuple(int(i) for i in first), *(np.asarray(v)[()] for v in values))
+
     if _CHECKIFY.get():
         from jax.experimental import checkify
 
         # checkify's error state is made outside jwmma's x64 scope: 32-bit payloads only
         # (values beyond int32 show clipped in the message; the check itself is exact)
-        ops = [jnp.clip(o, -2**31, 2**31 - 1).astype(jnp.int32) if o.dtype.itemsize == 8 and
-               jnp.issubdtype(o.dtype, jnp.integer) else o.astype(jnp.float32) if o.dtype == jnp.float64 else o
-               for o in operands]
-        ok = ~jnp.any(bad) | handled
+        values = [jnp.clip(v, -2**31, 2**31 - 1).astype(jnp.int32) if v.dtype.itemsize == 8 else v for v in values]
         with _x64(_CHECKIFY.get() == "x64"):  # the setting the user's error state was made in
-            checkify.check(ok, _Message(f"jwmma check {id(describe)}", describe), bad, *ops)
+            checkify.check((count == 0) | handled, _Message(f"jwmma check {id(describe)}", message), count, *first,
+                           *values)
         return
 
-    def cb(done, b, *ops):
-        if not np.asarray(done) and np.asarray(b).any():
-            raise ValueError(describe(np.asarray(b), *(np.asarray(o) for o in ops)))
+    def cb(done, count, *rest):
+        if not np.asarray(done) and int(count):
+            raise ValueError(message(count, *rest))
 
-    jax.debug.callback(cb, handled, bad, *operands)
+    # one call in a one-process job; every device (so every process) in a multi-process one
+    many = {"partitioned": True} if jax.process_count() > 1 and _PARTITIONED else {}
+    jax.debug.callback(cb, handled, count, *first, *values, **many)
 
 
-def _checked_by_vmap(bad, operands, describe, describe_first):
+def _manual_axes(*xs) -> tuple:
+    """The `shard_map` mesh axes over which any of ``xs`` varies (its type's varying manual
+    axes, ``vma`` before JAX 0.10), sorted; () outside shard_map, where JAX does not track
+    them (``check_vma=False``) and in JAX versions without them."""
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:  # pragma: no cover - JAX before varying-axis types
+        return ()
+    names = set()
+    for x in xs:
+        t = typeof(x)
+        if hasattr(t, "vma"):  # JAX 0.6 .. 0.9
+            names |= set(t.vma)
+        elif hasattr(getattr(t, "manual_axis_type", None), "varying"):  # JAX 0.10 on
+            names |= set(t.manual_axis_type.varying)
+    return tuple(sorted(names))
+
+
+def _agree_over(axes, count, first, values):
+    """Inside `shard_map` each device summarises its own block: every device takes the
+    summary of the first failing device along ``axes`` (the lowest linear index; its
+    block-local index, as the mapped function sees its block), by a pmin and psums, so the
+    devices of every process raise the same message. Nothing fails: count stays 0."""
+    from jax import lax
+
+    me = lax.axis_index(axes)
+    chosen = lax.pmin(jnp.where(count > 0, me, jnp.iinfo(jnp.int32).max).astype(jnp.int32), axes)
+
+    def pick(v):
+        return lax.psum(jnp.where(me == chosen, v, jnp.zeros((), v.dtype)), axes)
+
+    return pick(count), tuple(pick(i) for i in first), [pick(v) for v in values]
+
+
+def _checked_by_vmap(bad, operands, describe):
     """A boolean scalar: True when ``bad`` is batched by an enclosing `jax.vmap`, whose
     batching rule (below) has then checked the whole batch at once; False otherwise.
 
@@ -241,7 +353,7 @@ def _checked_by_vmap(bad, operands, describe, describe_first):
     def rule(axis_size, in_batched, bad, *ops):
         whole = [x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
                  for x, batched in zip((bad,) + ops, in_batched)]
-        fail_if(whole[0], describe, *whole[1:], describe_first=describe_first)
+        fail_if(whole[0], describe, *whole[1:])
         return jnp.ones((), bool), False
 
     return probe(bad, *operands)
@@ -264,10 +376,9 @@ def check_values(x, lo: int, hi: int, what: str, check: bool = False):
         check_range(x, lo, hi, what)
         return
     if check:
-        def describe(bad, v):
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
+        def describe(count, where, value):
             return (f"{what} must hold values in [{lo}, {hi}]; {what}[{', '.join(map(str, where))}] = "
-                    f"{v[where]} ({int(bad.sum())} value(s) out of range)")
+                    f"{value} ({count} value(s) out of range)")
 
         fail_if((x < lo) | (x > hi), describe, x)
 
