@@ -209,7 +209,8 @@ def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, s
             rounded to float32 first); the leading dims are the GEMM's N (tokens).
         w: (K, N) floats; pruned 2:4 along K (`jwmma.prune_2_4`, the two largest magnitudes
             of every 4) when ``prune=True``; with ``prune=False`` it must already be 2:4
-            along K (dense builtins: any w).
+            along K (checked when w is concrete; a traced w is taken as it is, as
+            ``jwmma.gemm(check=False)`` takes it), dense builtins: any w.
         builtin: a floating-point builtin of `jwmma.BUILTINS`; A (w) and B (x) take its A and
             B input formats; target: its chip where it has several (gfx942 FNUZ / gfx950).
         model: a preset name, model text or object (None: the builtin's default).
