@@ -35,6 +35,8 @@ GEMMS = [
     ("smfmac_f32_16x16x128_fp8_fp8", "exact", 128, 128, 4),
     ("swmmac_f32_16x16x32_f16_w32", "exact", 128, 128, 8),
     ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", 128, 128, 4),
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", 128, 128, 4),  # register order, NaN words
+    ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain", 128, 128, 8),  # truncation
     ("smfmac_f32_16x16x64_bf16", "fma_chain_k", 128, 128, 4),
     ("swmmac_i32_16x16x32_iu8_w32", "exact", 128, 128, 8),
     ("smfmac_i32_16x16x128_i8", "exact", 128, 128, 4),
