@@ -45,6 +45,7 @@ ROWS = [
     ("fp8_gfx12", "swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", {}),
     ("fp8_exact", "smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
     ("fp8_fma_chain_k", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", {}),
+    ("fp8_fma_chain", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),  # rocjitsu: register order, NaN words
     ("f16_wmma_gfx12", "wmma_f32_16x16x16_f16_w32_gfx12", "gfx12_dot4", {}),  # dense RDNA4 WMMA
     ("bf16_wmma_gfx12", "wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", {}),
 ]

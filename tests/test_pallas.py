@@ -41,7 +41,8 @@ CORE = [
     ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
     ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", {}),
     ("swmmac_i32_16x16x32_iu8_w32", None, dict(clamp=True)),
-]
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),  # rocjitsu: register order, NaN words
+]  # the default run keeps every 2nd case (conftest.DEFAULT_EVERY): 0, 2, 4, 6
 SLOW = [
     ("smfmac_f32_16x16x128_fp8_fp8", None, dict(float_combine=False)),
     ("swmmac_f32_16x16x32_f16_w32", None, dict(float_round=False)),
@@ -64,6 +65,14 @@ SLOW = [
     ("smfmac_f32_16x16x128_bf8_bf8", "exact", {}),
     ("smfmac_f32_16x16x64_bf16", "fma_chain_k", {}),
     ("swmmac_f16_16x16x32_f16_w32", "fma_chain_k", {}),
+    ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain", {}),  # truncation
+    ("swmmac_f16_16x16x32_f16_w32", "fma_chain", {}),
+    ("smfmac_f32_32x32x64_fp8_bf8", "fma_chain", {}),  # the Kc = 32 register order
+    ("smfmac_f32_16x16x128_bf8_bf8", "fma_chain", {}),
+    ("smfmac_f32_16x16x64_bf16", "fma_chain", {}),  # compressed order (no declared order), f32 units of 16
+    ("smfmac_f32_16x16x64_fp8_fp8", "fma_chain", {}),  # gfx942 FNUZ: the NaN is the -0 code
+    ("swmmac_bf16_16x16x32_bf16_w32", models.FMAChain(nan="propagate"), {}),  # RNE narrowing of a NaN word
+    ("smfmac_f32_16x16x128_bf8_fp8", models.FMAChain(order="register"), {}),  # canonical NaN
     ("smfmac_i32_16x16x128_i8", None, {}),
     ("swmmac_i32_16x16x64_iu4_w32", None, dict(clamp=True)),
     ("swmmac_i32_16x16x32_iu4_w32", "exact", dict(clamp=True)),
@@ -75,8 +84,9 @@ _WF = ("wmma_f32_16x16x16_f16_w32_gfx12", "wmma_f32_16x16x16_bf16_w32_gfx12")
 _W16 = ("wmma_f16_16x16x16_f16_w32_gfx12", "wmma_bf16_16x16x16_bf16_w32_gfx12")
 _W8 = tuple(f"wmma_f32_16x16x16_{x}_{y}_w32_gfx12" for x in ("fp8", "bf8") for y in ("fp8", "bf8"))
 _WI = ("wmma_i32_16x16x16_iu8_w32_gfx12", "wmma_i32_16x16x16_iu4_w32_gfx12", "wmma_i32_16x16x32_iu4_w32_gfx12")
-DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in (None, "exact", "fma_chain_k", "cdna3", "cdna3_c785138")]
-             + [(b, m, {}) for b in _W16 for m in (None, "exact", "fma_chain_k")]
+DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in (None, "exact", "fma_chain_k", "fma_chain", "cdna3",
+                                                     "cdna3_c785138")]
+             + [(b, m, {}) for b in _W16 for m in (None, "exact", "fma_chain_k", "fma_chain")]
              + [(b, m, dict(clamp=cl)) for b in _WI for m in (None, "exact") for cl in (False, True)])
 DENSE_CORE = [
     ("wmma_f32_16x16x16_f16_w32_gfx12", None, {}),  # gfx12_dot4, f32 by conversion
@@ -150,7 +160,8 @@ def _check(builtin, model, kw):
 
 def _id(case):
     b, m, o = case
-    return f"{b}-{getattr(m, 'name', m)}-{'-'.join(f'{k}={v}' for k, v in o.items()) or 'default'}"
+    label = m if m is None or isinstance(m, str) else m.describe().replace(" ", "")
+    return f"{b}-{label}-{'-'.join(f'{k}={v}' for k, v in o.items()) or 'default'}"
 
 
 @pytest.mark.parametrize("case", CORE, ids=_id)
@@ -376,20 +387,97 @@ def test_model_without_kernel_raises_or_falls_back():
     assert not pallas.kernel_for(spec, other, resolve(Options(platform="gpu")))
 
 
-def test_rocjitsu_chain_stays_on_xla():
-    """The fma_chain kernel is FMAChain() ('fma_chain_k'); rocjitsu's chain ('fma_chain': register
-    order on the CDNA4 fp8/bf8 rows, bf16 truncation, NaN payloads) differs in bits, so 'auto'
-    keeps it on XLA and an explicit backend='pallas' refuses it, naming what is missing."""
+def test_rocjitsu_chain_has_a_kernel():
+    """Every `FMAChain` runs on the Pallas backend, rocjitsu's chain ('fma_chain': register order
+    on the CDNA4 fp8/bf8 rows, bf16 truncation, NaN words) included, and 'auto' on a GPU picks it."""
     gpu, explicit = resolve(Options(platform="gpu")), resolve(Options(backend="pallas", platform="gpu"))
-    fp8, bf16 = lookup("smfmac_f32_16x16x128_fp8_fp8"), lookup("swmmac_bf16_16x16x32_bf16_w32")
-    assert pallas.kernel_for(fp8, models.FMAChain(), gpu)
-    assert not pallas.kernel_for(fp8, models.PRESETS["fma_chain"][0], gpu)
-    with pytest.raises(ValueError, match="order='register'.*nan='propagate'.*fma_chain_k"):
-        pallas.kernel_for(fp8, models.PRESETS["fma_chain"][0], explicit)
-    with pytest.raises(ValueError, match="narrowing='truncate'"):
-        pallas.kernel_for(bf16, models.FMAChain(narrowing="truncate"), explicit)
-    # order 'register' on a row without a declared order is compressed order: the kernel applies
-    assert pallas.kernel_for(bf16, models.FMAChain(order="register"), explicit)
+    rocjitsu = models.PRESETS["fma_chain"][0]
+    assert (rocjitsu.order, rocjitsu.narrowing, rocjitsu.nan) == ("register", "truncate", "propagate")
+    for name in ("smfmac_f32_16x16x128_fp8_fp8", "smfmac_f32_32x32x64_bf8_fp8", "swmmac_bf16_16x16x32_bf16_w32",
+                 "wmma_f16_16x16x16_f16_w32_gfx12", "smfmac_f32_16x16x64_bf16"):
+        assert pallas.kernel_for(lookup(name), rocjitsu, gpu) and pallas.kernel_for(lookup(name), rocjitsu, explicit)
+    from jwmma.backends.pallas.fma_chain import chain_runs
+
+    order = lookup("smfmac_f32_16x16x128_fp8_fp8").chain_order
+    assert chain_runs(order) == (2, tuple(order[0::2])) and chain_runs(order)[1][:4] == (0, 2, 8, 10)
+    with pytest.raises(ValueError, match="runs of 2"):
+        chain_runs((1, 0, 2, 3))
+
+
+def _chain_nan_case(builtin, seed=9):
+    """(a, pos, b, c) codes, M = 32, N = 64, two K steps of plain values, with NaN words that
+    only the chain's rules decide (see `test_rocjitsu_chain_nan_words`)."""
+    spec = lookup(builtin)
+    a, p, b, c = (x.copy() for x in gemm_codes(spec, 32, 64, 2 * spec.k, seed=seed, corner=False))
+    fa, fb = spec.a_format, spec.b_format
+    nan_a = (fa.qnan | (1 << (fa.bits - 1)), fa.qnan & ~(1 << (fa.bits - 1)))  # -NaN, +NaN codes
+    return spec, a, p, b, c, nan_a, fb
+
+
+def test_rocjitsu_chain_nan_words():
+    """NaN results of `fma_chain` (NUMERICS.md 8.3), Pallas = XLA = what the rules give by hand:
+    the NaN factor of the last step that has one wins (sign | 0x7FC00000), in rocjitsu's register
+    order on the 16x16x128 fp8 row (step 4 reads compressed column 8, step 16 column 4), else
+    C's NaN quieted with its payload, else 0xFFC00000 (Inf * 0); a bf16 C NaN truncates, an f16
+    one keeps its top payload bits."""
+    rocjitsu = models.PRESETS["fma_chain"][0]
+    spec, a, p, b, c, (neg, pos_), fb = _chain_nan_case("smfmac_f32_16x16x128_bf8_bf8")
+    a[0, 8], a[0, 4] = neg, pos_  # register order: column 8 (-) at step 4, column 4 (+) at step 16
+    a[1, 4], a[1, 8] = neg, pos_
+    c[2] = np.int64(0xFFA01234).astype(np.int32)  # a signalling NaN with a payload, no NaN factor
+    a[3, 0] = 0  # 0 * Inf at step 0 of output (3, 7) ...
+    b[p[3, 0], 7] = ((1 << fb.ebits) - 1) << fb.mbits
+    a[4, 0], a[4, 2] = 0, pos_  # ... and then a NaN factor at step 2 (column 2)
+    b[p[4, 0], 7] = ((1 << fb.ebits) - 1) << fb.mbits
+    c[5] = np.int64(0x7F800001).astype(np.int32)
+    a[5, 40] = neg  # C's NaN, then a NaN factor: the factor wins
+    args = (spec, rocjitsu, False, a, p, b, c)
+    ref = _run(paths.matrix_path, XLA, *args).view(np.uint32)
+    got = _run(pallas.matrix_path, PAL, *args).view(np.uint32)
+    np.testing.assert_array_equal(ref, got)
+    assert (ref[0] == 0x7FC00000).all() and (ref[1] == 0xFFC00000).all()
+    assert (ref[2] == 0xFFE01234).all() and ref[3, 7] == 0xFFC00000 and (ref[4] == 0x7FC00000).all()
+    assert (ref[5] == 0xFFC00000).all()
+    compressed = models.FMAChain(narrowing="truncate", nan="propagate")  # the order decides rows 0, 1
+    ref_k = _run(paths.matrix_path, XLA, spec, compressed, False, a, p, b, c).view(np.uint32)
+    assert (ref_k[0] == 0xFFC00000).all() and (ref_k[1] == 0x7FC00000).all()
+
+
+def test_rocjitsu_chain_order_rounds():
+    """Register order on both paths: wide-exponent fp8 factors make the f32 chain round, so the
+    order shows in the bits; the tile of columns 0-63 takes the fast path, a subnormal C sends
+    the tile of columns 64-127 through the float64 emulation. Pallas = XLA, and the compressed
+    order gives other bits."""
+    spec = lookup("smfmac_f32_16x16x128_fp8_fp8")
+    rng = np.random.default_rng(21)
+    a, p, b, c = (x.copy() for x in gemm_codes(spec, 32, 128, 2 * spec.k, seed=21, corner=False))
+    c[0, 64] = 1  # the smallest subnormal
+
+    def wide(shape):  # normal E4M3FN codes of any exponent (no NaN: not e = 15 with m = 7)
+        e, m, sg = rng.integers(1, 16, shape), rng.integers(0, 8, shape), rng.integers(0, 2, shape)
+        return ((sg << 7) | (e << 3) | np.where(e == 15, np.minimum(m, 6), m)).astype(np.int32)
+
+    a, b = wide(a.shape), wide(b.shape)
+    rocjitsu = models.PRESETS["fma_chain"][0]
+    ref = _run(paths.matrix_path, XLA, spec, rocjitsu, False, a, p, b, c).view(np.uint32)
+    np.testing.assert_array_equal(ref, _run(pallas.matrix_path, PAL, spec, rocjitsu, False, a, p, b, c).view(np.uint32))
+    ref_k = _run(paths.matrix_path, XLA, spec, models.FMAChain(narrowing="truncate", nan="propagate"), False,
+                 a, p, b, c).view(np.uint32)
+    assert (ref != ref_k)[:, :64].mean() > 0.05 and (ref != ref_k)[:, 64:].mean() > 0.05
+
+
+@pytest.mark.parametrize("builtin,c_nan,want", [
+    ("swmmac_bf16_16x16x32_bf16_w32", 0x7F81, 0x7FC1),  # quieted, truncated
+    pytest.param("swmmac_f16_16x16x32_f16_w32", 0xFC01, 0xFE01, marks=pytest.mark.slow),  # quieted, payload kept
+])
+def test_rocjitsu_chain_16bit_nan_c(builtin, c_nan, want):
+    """A 16-bit C NaN with a payload through `fma_chain` (no NaN factor): Pallas = XLA = the rule."""
+    spec, a, p, b, c, _, _ = _chain_nan_case(builtin)
+    c[0] = c_nan
+    args = (spec, models.PRESETS["fma_chain"][0], False, a, p, b, c)
+    ref = _run(paths.matrix_path, XLA, *args)
+    np.testing.assert_array_equal(ref, _run(pallas.matrix_path, PAL, *args))
+    assert (ref[0] == want).all(), hex(int(ref[0, 0]))
 
 
 def _foreign_model():
@@ -419,6 +507,9 @@ def _foreign_model():
     pytest.param("wmma_f32_16x16x16_bf16_w32_gfx12", "exact", marks=pytest.mark.slow),
     pytest.param("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", marks=pytest.mark.slow),
     pytest.param("wmma_i32_16x16x32_iu4_w32_gfx12", None, marks=pytest.mark.slow),
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain"),  # register order, NaN words
+    pytest.param("swmmac_bf16_16x16x32_bf16_w32", "fma_chain", marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_bf16_w32_gfx12", "fma_chain", marks=pytest.mark.slow),
 ])
 def test_triton_lowering_without_gpu(builtin, model):
     """The kernel lowers to verified Triton IR on this CPU (jax.export for 'cuda': Pallas falls

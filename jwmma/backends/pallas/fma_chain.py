@@ -1,19 +1,40 @@
-"""Pallas kernel step of `fma_chain` (`jwmma.models.FMAChain`): acc <- RN_f32(a_k b_k + acc)
-over the compressed products in compressed-K order, a 16-bit accumulator widened exactly
-and rounded to its format at the end of every builtin step.
+"""Pallas kernel step of `fma_chain` (`jwmma.models.FMAChain`, NUMERICS.md 8.3): acc <-
+RN_f32(a_k b_k + acc) over the products in the chain's order, a 16-bit accumulator widened
+exactly and narrowed at the end of every builtin step. Every parameter of the model:
+
+* ``order``: compressed-K order, or the register order the builtin's row declares
+  (`Context.chain_order`, rocjitsu's walk of the 8 CDNA4 fp8/bf8 builtins: runs of 4
+  consecutive compressed columns): a static walk on the fast path, a loop over whole 2:4
+  blocks in chain order (each block's start from a scalar select chain) on the rare ones; a
+  declared order makes the unit one builtin step;
+* ``narrowing``: a bf16 accumulator takes the top 16 bits of the f32 result ('truncate') or
+  its RNE ('nearest'); f16 is RNE;
+* ``nan``: 'canonical' (every NaN result the format's quiet NaN) or 'propagate' (rocjitsu's
+  ``matrix_fma``: the NaN A, else B, of a step, quieted, else the accumulator's NaN, else
+  0xFFC00000 for an invalid operation).
+
+The NaN bits of 'propagate' need no per-product work in the arithmetic. A NaN accumulator
+stays NaN, so whenever the model's accumulator is NaN its carried NaN word is: the image
+(sign | 0x7FC00000) of the *last* NaN factor in chain order (A before B within a product),
+else C's NaN quieted, else the invalid NaN; and nothing else is ever read. The kernel folds
+that word over the unit's factors only when the unit's tile holds a NaN/Inf (a tile-wide
+`lax.cond` on the per-tile summaries; otherwise it is C's NaN or the invalid NaN) and puts it
+on every NaN result. Splitting the chain into units is exact for the same reason: a NaN
+result carries the word, which the next unit reads back as C's quieted NaN.
 
 Fast path: when every product of the unit's tile is an exact, normal f32 (always for fp8,
 bf8 and f16 factors; for bf16 a tile-wide exponent test) and at least 2**-102 in its last
 bit, one f32 multiply (exact) and one f32 add (the FMA's single RNE) per product give the
 model's bits: then no result is subnormal (an exact sum of a multiple of 2**-102 and an
 accumulator >= 2**-126 that is below 2**-126 is zero), so flushing (XLA CPU) cannot change
-anything, IEEE signed zeros and special values (Inf * 0, Inf - Inf) come from the hardware,
-and NaNs are made the canonical quiet NaN at the end of the unit. A multiply-add contracted
-to an FMA by the compiler gives the same bits (the product is exact).
+anything, and IEEE signed zeros and special values (Inf * 0, Inf - Inf) come from the
+hardware. A multiply-add contracted to an FMA by the compiler gives the same bits (the
+product is exact).
 
 Slow path (tile-wide `lax.cond`): a subnormal accumulator at the start of the unit (its value
 must survive additions of zero products, which a flushing add would lose) or bf16 products
-outside the window: the model's float64 emulation (TwoSum, round to odd, integer rounding).
+outside the window: the model's float64 emulation (TwoSum, round to odd, integer rounding),
+in a loop over runs of the chain (not unrolled).
 """
 from __future__ import annotations
 
@@ -21,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ...numerics.formats import BF16, F32
+from ...numerics.formats import BF16, F16, F32
 from ...models.base import Context
 from ...models.fma_chain import FMAChain
 
@@ -30,19 +51,29 @@ from .driver import Kernel
 from .f64 import f64_of_fields, round_f64, round_to_odd, two_sum
 from .rounding32 import round_to_format32
 
-__all__ = ["f32_bits_to_format", "make_step"]
+__all__ = ["f32_bits_to_format", "chain_runs", "make_step"]
 
 QNAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+QUIET = 0x00400000
+INVALID = -0x400000  # 0xFFC00000 as int32
+INT_MIN = -(2**31)
+
+
+def _nan_image(d: kl.Dec):
+    """f32 bits a NaN factor gives the chain (`FMAChain`: sign | 0x7FC00000, no payload)."""
+    return jnp.where(d.sign == 1, jnp.int32(INT_MIN), jnp.int32(0)) | jnp.int32(QNAN["f32"])
 
 
 def _ieee_f32(fmt, code):
-    """The f32 value of a code, NaN and Inf included (bf16: the top half of its f32 bits;
-    its subnormals are f32 subnormals, which the fast path's tile test excludes)."""
-    if fmt == BF16:
-        return lax.bitcast_convert_type(code << 16, jnp.float32)
+    """The f32 value of a code, Inf included, a NaN as its chain image (bf16: the top half of
+    its f32 bits; its subnormals are f32 subnormals, which the fast path's tile test excludes).
+    The NaN's bits never reach a result: NaN results get the chain's NaN word."""
     d = kl.decode(fmt, code)
-    v = jnp.where(d.inf, jnp.where(d.sign == 1, -np.inf, np.inf).astype(jnp.float32), d.val)
-    return jnp.where(d.nan, jnp.float32(np.nan), v)
+    if fmt == BF16:
+        v = lax.bitcast_convert_type(code << 16, jnp.float32)
+    else:
+        v = jnp.where(d.inf, jnp.where(d.sign == 1, -np.inf, np.inf).astype(jnp.float32), d.val)
+    return jnp.where(d.nan, lax.bitcast_convert_type(_nan_image(d), jnp.float32), v)
 
 
 def f32_bits_to_format(bits, fc):
@@ -56,13 +87,41 @@ def f32_bits_to_format(bits, fc):
     return jnp.where(d.nan, QNAN[fc.name], out)
 
 
+def chain_runs(order, g: int = 2):
+    """(g, bases): the chain ``order`` (step -> compressed column) as runs of g consecutive
+    columns, each starting at a multiple of g, and the first column of every run in chain
+    order. ValueError for an order of no such runs. Runs of 2 are whole 2:4 blocks (a loop
+    over them needs no position arithmetic) and keep the loop bodies of the rare paths small."""
+    order = tuple(order)
+    if len(order) % g == 0 and all(order[i] % g == 0 and order[i:i + g] == tuple(range(order[i], order[i] + g))
+                                   for i in range(0, len(order), g)):
+        return g, tuple(order[i] for i in range(0, len(order), g))
+    raise ValueError(f"the fma_chain kernel needs a chain order of runs of {g} columns, got {order}")
+
+
+def _run_view(view, g, bases, t):
+    """The view shifted to the first column of run t (traced) of the chain."""
+    if bases == tuple(range(0, g * len(bases), g)):
+        return view.shifted(t * g)
+    base = jnp.asarray(bases[0], jnp.int32)
+    for j, b in enumerate(bases[1:], 1):  # a scalar select chain: no tables in a kernel
+        base = jnp.where(t == j, b, base)
+    return view.shifted(base)
+
+
 def make_step(spec, model: FMAChain, ctx: Context):
-    """`driver.Kernel` of `FMAChain` on ``spec``: one f32 multiply and add per product where
-    that is provably the FMA's bits, float64 emulation otherwise."""
+    """`driver.Kernel` of ``model`` on ``spec``: one f32 multiply and add per product where
+    that is provably the FMA's bits, float64 emulation otherwise; NaN words as the module doc
+    says."""
     fa, fb, fc = ctx.a, ctx.b, ctx.c
-    # an f32 chain has no step boundary: any unit gives the same bits (16 keeps kernels
-    # small); a 16-bit accumulator is rounded at the end of every builtin step
-    kc = min(spec.kc, 16) if fc == F32 else spec.kc
+    declared = model.chain_order(ctx, spec.kc)
+    # an f32 chain in compressed order has no step boundary: any unit gives the same bits (16
+    # keeps kernels small); a declared order spans the step, and a 16-bit accumulator is
+    # rounded at the end of every builtin step
+    kc = min(spec.kc, 16) if fc == F32 and declared is None else spec.kc
+    order = tuple(range(kc)) if declared is None else declared
+    g, bases = chain_runs(order)
+    propagate = model.nan == "propagate"
     # operands that are f32 values (all of them normal, except bf16 subnormals)
     both_f32 = all(kl.exactly_f32(f) or f == BF16 for f in (fa, fb))
     # static: products always exact normal f32 with last bit >= 2**-102 (fp8, bf8, f16)
@@ -70,7 +129,8 @@ def make_step(spec, model: FMAChain, ctx: Context):
               and fa.min_exp + fb.min_exp - fa.mbits - fb.mbits >= -102)
 
     def widen(acc):
-        """f32 bits of the accumulator (a 16-bit C widens exactly)."""
+        """f32 bits of the accumulator (a 16-bit C widens exactly; a NaN keeps sign and
+        payload, shifted, as `FMAChain` widens it)."""
         if fc == F32:
             return acc
         d = kl.decode(fc, acc, with_val=False)
@@ -91,35 +151,68 @@ def make_step(spec, model: FMAChain, ctx: Context):
     def fast(view, bits):
         acc = lax.bitcast_convert_type(bits, jnp.float32)
         f32 = lambda w: lax.bitcast_convert_type(w, jnp.float32)  # noqa: E731
-        for q in range(kc // 2):
-            rows = [f32(row) for row in view.b_rows(q, "bw")]
-            for c in (2 * q, 2 * q + 1):
-                acc = f32(view.aw_col(c)) * view.pick(c, rows) + acc
-        out = lax.bitcast_convert_type(acc, jnp.int32)
-        return jnp.where(acc != acc, QNAN["f32"], out)
+        rows = {}
+        for c in order:
+            q = c // 2
+            if q not in rows:
+                rows[q] = [f32(row) for row in view.b_rows(q, "bw")]
+            acc = f32(view.aw_col(c)) * view.pick(c, rows[q]) + acc
+        return lax.bitcast_convert_type(acc, jnp.int32)
 
     def slow(view, bits):
-        # rare: a loop over the products (not unrolled) keeps the kernel small
-        def body(c, acc):
-            q = c // 2
-            rows = [f64_of_fields(kl.decode(fb, row, with_val=False), fb.mbits) for row in view.b_rows(q)]
-            pa = f64_of_fields(kl.decode(fa, view.a_col(c), with_val=False), fa.mbits)
-            p = pa * view.pick(c, rows)
-            s, e = two_sum(p, acc)
-            finite = (jnp.abs(p) < np.inf) & (jnp.abs(acc) < np.inf)
-            t = jnp.where(finite, round_to_odd(s, e), p + acc)
-            return f64_of_fields(kl.decode(F32, round_f64(t, F32), with_val=False), F32.mbits)
+        # rare: a loop over the chain's runs (not unrolled) keeps the kernel small
+        def body(t, acc):
+            v = _run_view(view, g, bases, t)
+            for j in range(g):
+                rows = [f64_of_fields(kl.decode(fb, row, with_val=False), fb.mbits) for row in v.b_rows(j // 2)]
+                pa = f64_of_fields(kl.decode(fa, v.a_col(j), with_val=False), fa.mbits)
+                p = pa * v.pick(j, rows)
+                s, e = two_sum(p, acc)
+                finite = (jnp.abs(p) < np.inf) & (jnp.abs(acc) < np.inf)
+                t_ = jnp.where(finite, round_to_odd(s, e), p + acc)
+                acc = f64_of_fields(kl.decode(F32, round_f64(t_, F32), with_val=False), F32.mbits)
+            return acc
 
         acc = f64_of_fields(kl.decode(F32, bits, with_val=False), F32.mbits)
-        return round_f64(lax.fori_loop(0, kc, body, acc), F32)
+        return round_f64(lax.fori_loop(0, len(bases), body, acc), F32)
+
+    def last_nan(view, word):
+        """The NaN word after the unit: the image of its last NaN factor in chain order (A
+        before B within a product), else ``word`` (a loop over runs: the rare branch)."""
+        def body(t, word):
+            v = _run_view(view, g, bases, t)
+            for j in range(g):
+                a = kl.decode(fa, v.a_col(j), with_val=False)
+                b = [kl.decode(fb, row, with_val=False) for row in v.b_rows(j // 2)]
+                b_nan = v.pick(j, [d.nan for d in b])
+                b_img = v.pick(j, [_nan_image(d) for d in b])
+                word = jnp.where(a.nan, _nan_image(a), jnp.where(b_nan, b_img, word))
+            return word
+
+        return lax.fori_loop(0, len(bases), body, word)
+
+    def narrow(out, is_nan):
+        """The f32 result bits ``out`` (NaN results already carry their word) in ``fc``."""
+        if fc == F32:
+            return out
+        if fc == BF16 and model.narrowing == "truncate":
+            return (out >> 16) & 0xFFFF
+        res = f32_bits_to_format(out, fc)
+        if not propagate:
+            return res
+        if fc == F16:  # a NaN keeps its sign and top payload bits, quieted (`FMAChain._narrow`)
+            narrowed = ((out >> 16) & 0x8000) | 0x7E00 | ((out >> 13) & 0x3FF)
+        else:
+            narrowed = ((out >> 16) & 0xFFFF) | 0x40
+        return jnp.where(is_nan, narrowed, res)
 
     def step(view, acc):
         bits = widen(acc)
         sub = kl.tile_any(((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0))  # subnormal acc
+        sa, sb = view.summaries()
         if always:
             ok = ~sub
         else:
-            sa, sb = view.summaries()
             # no subnormal operand (bf16), products exact normal with last bit >= 2**-102
             ok = (~sub & ~sa.tiny & ~sb.tiny & (sa.emin + sb.emin - fa.mbits - fb.mbits >= -102)
                   & (sa.emax + sb.emax + 2 <= 127))
@@ -127,7 +220,13 @@ def make_step(spec, model: FMAChain, ctx: Context):
             out = lax.cond(ok, lambda: fast(view, bits), lambda: slow(view, bits))
         else:
             out = slow(view, bits)
-        return f32_bits_to_format(out, fc)
+        is_nan = (out & 0x7FFFFFFF) > 0x7F800000
+        if propagate:
+            word = jnp.where((bits & 0x7FFFFFFF) > 0x7F800000, bits | QUIET, jnp.int32(INVALID))
+            word = lax.cond(sa.special | sb.special, lambda: last_nan(view, word), lambda: word)
+        else:
+            word = jnp.int32(QNAN["f32"])
+        return narrow(jnp.where(is_nan, word, out).astype(jnp.int32), is_nan)
 
     word = lambda f: (lambda x: lax.bitcast_convert_type(_ieee_f32(f, x), jnp.int32)) if both_f32 else None  # noqa: E731
     return Kernel(step, kc, (fa, fb), (fa.bits, fb.bits, False), a_word=word(fa), b_word=word(fb))
