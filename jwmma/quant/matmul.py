@@ -29,6 +29,7 @@ from ..engine.step import context
 from ..engine.validation import as_array, check_static_bool, is_concrete
 from ..isa.table import lookup
 from ..numerics.formats import F32, format_of
+from ..keywords import strict_keywords
 from ..numerics.rounding import round_f64, x64_scope
 from ..tiled import gemm
 from . import scaling as sc
@@ -199,6 +200,7 @@ def _ste(cfg: MatmulConfig):
     return f
 
 
+@strict_keywords
 def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row",
            prune: bool = True, target: str | None = None, backend: str | None = None, options=None,
            devices=None, mesh=None, mesh_axes=None):
