@@ -1,4 +1,4 @@
-"""A trained network through the emulated matrix units (issue #23; ``jwmma study-net``).
+"""A trained network through the emulated matrix units (``jwmma study-net``).
 
 The question: does a unit's arithmetic change a model? A multilayer perceptron is trained in
 float32 on real data, then evaluated with every linear layer through `jwmma.matmul` for each
