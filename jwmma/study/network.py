@@ -21,7 +21,9 @@ Measures (per configuration):
   of the original (unpruned, unquantised) operands, ``ref`` = ||x64 @ w64||_F:
   ``quant`` = ||exact - ref64|| / ||ref64|| (the builtin's ``exact`` model on the same pruned,
   quantised operands: what pruning and quantisation cost), ``prune`` = ||x64 @ prune(w)64 -
-  ref64|| / ||ref64|| (the pruning part of it alone, float64), ``accum`` = ||model - exact|| /
+  ref64|| / ||ref64|| (the pruning part of it alone, float64), ``quant_only`` = ||x_eff @
+  w_eff - x64 @ prune(w)64|| / ||ref64|| (the quantisation part alone: the effective operands'
+  product in float64 against the pruned float64 product), ``accum`` = ||model - exact|| /
   ||ref64|| (what the accumulator adds on the same operands), ``total`` = ||model - ref64|| /
   ||ref64||.
 
@@ -220,6 +222,20 @@ def _rel(a, b, ref_norm):
     return float(np.linalg.norm(np.asarray(a, np.float64) - np.asarray(b, np.float64)) / ref_norm)
 
 
+def _dequantised_product(cfg: Config, h, w):
+    """x_eff @ w_eff in float64: the exact product of the pruned, quantised, rescaled operands
+    (no accumulator at all), for the quantisation part of the error alone."""
+    from ..numerics.rounding import x64_scope
+    from ..quant import config, quantise_operands
+    from ..quant.scaling import effective
+
+    mc = config(builtin=cfg.builtin, model="exact", scaling=cfg.scaling)
+    with x64_scope():
+        qw, qx = jax.jit(quantise_operands, static_argnums=2)(jnp.asarray(h), jnp.asarray(w), mc)
+        w_eff, x_eff = np.asarray(effective(qw), np.float64), np.asarray(effective(qx), np.float64)
+    return x_eff.T @ w_eff.T
+
+
 def evaluate(params, x, y, cfgs=CONFIGS, log=None) -> list[dict]:
     """One row per configuration: accuracy and per-layer quant/accum/total errors (module doc)."""
     _, inputs = forward(params, x, collect=True)
@@ -228,6 +244,7 @@ def evaluate(params, x, y, cfgs=CONFIGS, log=None) -> list[dict]:
     norms = [float(np.linalg.norm(r)) for r in ref64]
     pruned64 = [h.astype(np.float64) @ np.asarray(w, np.float64) for h, (w, _) in zip(inputs, prune_params(params))]
     exact_cache: dict = {}
+    qonly_cache: dict = {}
     rows = []
     for cfg in cfgs:
         t0 = time.time()
@@ -235,6 +252,9 @@ def evaluate(params, x, y, cfgs=CONFIGS, log=None) -> list[dict]:
         if key not in exact_cache:
             exact_cache[key] = [np.asarray(emulated(cfg, "exact")(h, w)) for h, (w, _) in zip(inputs, params)]
         exact = exact_cache[key]
+        if key not in qonly_cache:  # the quantised operands' product in float64 against the pruned one
+            qonly_cache[key] = [_rel(_dequantised_product(cfg, h, w), p, n)
+                                for h, (w, _), p, n in zip(inputs, params, pruned64, norms)]
         mm = emulated(cfg)
         per_layer = exact if cfg.model == "exact" else [np.asarray(mm(h, w)) for h, (w, _) in zip(inputs, params)]
         # end to end: the first layer's input is the data itself, so its product is per_layer[0]
@@ -247,7 +267,7 @@ def evaluate(params, x, y, cfgs=CONFIGS, log=None) -> list[dict]:
         for i in range(len(params)):
             row["layers"].append(dict(
                 layer=i + 1, k=int(inputs[i].shape[1]), n=int(np.shape(params[i][0])[1]),
-                prune=_rel(pruned64[i], ref64[i], norms[i]), quant=_rel(exact[i], ref64[i], norms[i]), accum=_rel(per_layer[i], exact[i], norms[i]),
+                prune=_rel(pruned64[i], ref64[i], norms[i]), quant_only=qonly_cache[key][i], quant=_rel(exact[i], ref64[i], norms[i]), accum=_rel(per_layer[i], exact[i], norms[i]),
                 total=_rel(per_layer[i], ref64[i], norms[i])))
         rows.append(row)
         if log:
@@ -304,7 +324,8 @@ def run(*, hidden: int = 2048, upsample: int = 32, epochs: int = 20, finetune_ep
 
 
 def format_rows(result: dict) -> str:
-    """The results as a Markdown table (accuracy; per layer quant / accum errors)."""
+    """The results as a Markdown table (accuracy; per layer quant (quantisation alone) / accum
+    errors; the float32 row gives the pruning alone)."""
     n_layers = len(result["rows"][0]["layers"]) if result["rows"] else 0
     head = "| format | unit | model | scaling | accuracy | " + " | ".join(
         f"L{i + 1} quant+prune | L{i + 1} accum" for i in range(n_layers)) + " |"
@@ -314,7 +335,8 @@ def format_rows(result: dict) -> str:
         f" prune alone {layer['prune']:.2e} | |" for layer in first))
     for r in result["rows"]:
         unit = "CDNA4" if r["builtin"].startswith("smfmac") else "RDNA4"
-        cells = " | ".join(f"{layer['quant']:.2e} | {layer['accum']:.1e}" for layer in r["layers"])
+        cells = " | ".join(f"{layer['quant']:.2e}" + (f" ({layer['quant_only']:.1e})" if "quant_only" in layer else "")
+                           + f" | {layer['accum']:.1e}" for layer in r["layers"])
         lines.append(f"| {r['fmt']} | {unit} | {r['model']} | {r['scaling']} | {r['accuracy']:.4f} | {cells} |")
     return "\n".join(lines)
 
@@ -336,8 +358,13 @@ def plot(result: dict, out) -> list:
     for i, ax in enumerate(np.atleast_1d(axes)):
         q = [r["layers"][i]["quant"] for r in rows]
         a = [max(r["layers"][i]["accum"], 1e-12) for r in rows]
-        ax.barh(ypos - 0.2, q, 0.4, label="quantisation + pruning", color="#4c72b0")
-        ax.barh(ypos + 0.2, a, 0.4, label="accumulator (model vs exact)", color="#dd8452")
+        has_q = all("quant_only" in r["layers"][i] for r in rows)
+        h = 0.27 if has_q else 0.4
+        ax.barh(ypos - h, q, h, label="quantisation + 2:4 pruning", color="#4c72b0")
+        if has_q:
+            ax.barh(ypos, [r["layers"][i]["quant_only"] for r in rows], h, label="quantisation alone",
+                    color="#8172b3")
+        ax.barh(ypos + (h if has_q else 0.2), a, h, label="accumulator (model vs exact)", color="#dd8452")
         ax.set_xscale("log")
         ax.set_xlim(1e-9, 2)
         layer = rows[0]["layers"][i]
