@@ -17,7 +17,8 @@ def _names(text: str, valid, what: str) -> tuple:
 
 
 def cmd_study_net(args) -> int:
-    """Run `jwmma.study.network` from the parsed ``study-net`` arguments; 0 on success, 2 on bad options."""
+    """Run ``jwmma study-net`` (argparse ``args``); prints progress and the results table.
+    Returns the exit code (0; bad lists raise CliError)."""
     formats = _names(args.formats, tuple(network.FORMAT_BUILTINS), "formats")
     cdna4 = _names(args.cdna4_models, network.CDNA4_MODELS, "cdna4-models") if args.cdna4_models else ()
     rdna4 = _names(args.rdna4_models, network.RDNA4_MODELS, "rdna4-models") if args.rdna4_models else ()

@@ -163,14 +163,14 @@ def _forward(cfg: MatmulConfig, x, w, effective: bool):
     """y (..., N) float32 and, when ``effective``, the effective operands (x_eff (T, K),
     w_eff (K, N)) for the backward pass (else None). Called inside `x64_scope()`, so that
     transformations of its program (vmap) also see 64-bit types."""
-    lead, k, n = x.shape[:-1], w.shape[0], w.shape[1]
-    t = math.prod(lead)
+    batch_dims, k, n = x.shape[:-1], w.shape[0], w.shape[1]
+    t = math.prod(batch_dims)
     qw, qx = quantise_operands(jnp.reshape(x, (t, k)), w, cfg)
     d = gemm(qw.values, qx.values, **cfg.gemm_keywords())  # (N, T), the accumulator's dtype
     y = d.astype(jnp.float32) if cfg.scaling == "none" and np.dtype(d.dtype) == np.float32 else \
         sc.rescale(sc.exact_f64(d), qw.inv, qx.inv)
     eff = (jnp.swapaxes(sc.effective(qx), 0, 1), jnp.swapaxes(sc.effective(qw), 0, 1)) if effective else None
-    return jnp.reshape(jnp.swapaxes(y, 0, 1), lead + (n,)), eff
+    return jnp.reshape(jnp.swapaxes(y, 0, 1), batch_dims + (n,)), eff
 
 
 @functools.lru_cache(maxsize=256)
@@ -189,12 +189,12 @@ def _ste(cfg: MatmulConfig):
 
     def bwd(res, g):
         x_eff, w_eff, x_like, w_like = res
-        lead, n = g.shape[:-1], g.shape[-1]
+        batch_dims, n = g.shape[:-1], g.shape[-1]
         g2 = jnp.reshape(g.astype(jnp.float32), (-1, n))
         hi = lax.Precision.HIGHEST
         dx = jnp.dot(g2, jnp.swapaxes(w_eff, 0, 1), precision=hi)  # (T, K)
         dw = jnp.dot(jnp.swapaxes(x_eff, 0, 1), g2, precision=hi)  # (K, N)
-        return jnp.reshape(dx, lead + (w_eff.shape[0],)).astype(x_like.dtype), dw.astype(w_like.dtype)
+        return jnp.reshape(dx, batch_dims + (w_eff.shape[0],)).astype(x_like.dtype), dw.astype(w_like.dtype)
 
     f.defvjp(fwd, bwd)
     return f
