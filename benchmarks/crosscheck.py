@@ -38,7 +38,8 @@ its anchor bit for bit, payloads included (the same machine, the same arithmetic
 anchor is path='matrix' on XLA, the prune anchor the eager call; direct builtin calls have none
 (they are checked against a reference run). ``--compare`` takes the reference's result of
 the same key, or its anchor where the reference lacks the key (e.g. a reference saved with
-``--backends xla``). A result that raised counts as an error with 0 identical outputs.
+``--backends xla``, or cut to its anchors by ``--strip``). A result that raised counts as an
+error with 0 identical outputs.
 
 On a GPU, ``--jobs N`` runs the grid in N processes (compiling is what takes the time); their
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` defaults to false so that they share the device.
@@ -542,6 +543,8 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", metavar="NPZ", help="compare this run with a saved reference")
     ap.add_argument("--self", action="store_true", help="compare every result with its anchor in this run")
     ap.add_argument("--diff", nargs=2, metavar=("REF", "OTHER"), help="compare two saved runs; nothing runs")
+    ap.add_argument("--strip", nargs=2, metavar=("SRC", "DST"),
+                    help="write SRC's anchors only (what --compare falls back to) to DST; nothing runs")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     ap.add_argument("--paths", default=",".join(PATHS), help="gemm paths: matrix, registers")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="xla, pallas")
@@ -556,8 +559,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="print only results that are not identical")
     ap.add_argument("--list", action="store_true", help="print the grid's keys and their count, run nothing")
     args = ap.parse_args(argv)
-    if not (args.save or args.compare or args.self or args.diff or args.list):
-        ap.error("give --save, --compare, --self, --diff or --list")
+    if not (args.save or args.compare or args.self or args.diff or args.list or args.strip):
+        ap.error("give --save, --compare, --self, --diff, --strip or --list")
+    if args.strip:
+        results, infos, env = load(args.strip[0])
+        keep = [k for k in infos if Key.parse(k).anchor is None]
+        save(args.strip[1], {k: results[k] for k in keep}, {k: infos[k] for k in keep}, env)
+        print(f"{len(keep)} of {len(infos)} results (the anchors) written to {args.strip[1]}")
+        return 0
     lines = []
 
     def out(line):

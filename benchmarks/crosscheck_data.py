@@ -370,15 +370,15 @@ def _values(spec, codes_a, codes_b, codes_c):
     return fa.view(codes_a), fb.view(codes_b), fc.view(codes_c)
 
 
-def _class_operands(spec, cls, rng, lead, m, n, k, sparse):
+def _class_operands(spec, cls, rng, batch, m, n, k, sparse):
     out = []
-    for _ in range(int(np.prod(lead, dtype=np.int64))):
+    for _ in range(int(np.prod(batch, dtype=np.int64))):
         if spec.integer:
             out.append(_int_class(rng, cls, spec, m, n, k, sparse))
         else:
             fa, fb, fc = _formats(spec)
             out.append(_float_class(rng, cls, fa, fb, fc, m, n, k, sparse))
-    return [np.stack([o[i] for o in out]).reshape(lead + out[0][i].shape) for i in range(3)]
+    return [np.stack([o[i] for o in out]).reshape(batch + out[0][i].shape) for i in range(3)]
 
 
 def gemm_operands(spec):
