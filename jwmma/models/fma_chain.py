@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from ..numerics.formats import BF16, F16, F32, decode
-from ..numerics.rounding import fields_to_f64, round_f64, round_to_odd, two_sum
+from ..numerics.rounding import round_f64, round_to_odd, two_sum, value_f64
 from .fields import Choice
 from .base import Context, Model
 from .grouping import over_groups
@@ -49,18 +49,11 @@ _CANONICAL = 0x7FC00000
 _INVALID = -0x400000  # 0xFFC00000 as int32
 
 
-def _to_f64(f, mbits):
-    """Exact float64 value of decoded fields, Inf and NaN included."""
-    v = fields_to_f64(f.sign, f.sig, jnp.where(f.nan | f.inf, 0, f.exp), mbits)
-    v = jnp.where(f.inf, jnp.where(f.sign == 1, -jnp.inf, jnp.inf), v)
-    return jnp.where(f.nan, jnp.nan, v)
-
-
 def _fma(p, acc):
     """float64 of RN_f32(p + acc) for an exact product p (one emulated f32 FMA)."""
     s, e = two_sum(p, acc)
     t = jnp.where(jnp.isfinite(p) & jnp.isfinite(acc), round_to_odd(s, e), p + acc)
-    return _to_f64(decode(F32, round_f64(t, F32)), F32.mbits)
+    return value_f64(decode(F32, round_f64(t, F32)), F32.mbits)
 
 
 def _widen_nan(code, fmt):
@@ -122,11 +115,11 @@ class FMAChain(Model):
             a = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), a)
             b = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), b)
         cf = decode(fc, c_bits)
-        acc = _to_f64(cf, fc.mbits)  # exact (a 16-bit C widens exactly)
+        acc = value_f64(cf, fc.mbits)  # exact (a 16-bit C widens exactly)
 
         if self.nan == "canonical":
             def step(ga, gb, acc):
-                p = _to_f64(ga, fa.mbits)[..., 0, :] * _to_f64(gb, fb.mbits)[..., 0, :]
+                p = value_f64(ga, fa.mbits)[..., 0, :] * value_f64(gb, fb.mbits)[..., 0, :]
                 return _fma(p, acc)
 
             acc = over_groups(a, b, acc, 1, step)
@@ -140,7 +133,7 @@ class FMAChain(Model):
             acc, nanb = carry
             ga0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], ga)
             gb0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], gb)
-            new = _fma(_to_f64(ga0, fa.mbits) * _to_f64(gb0, fb.mbits), acc)
+            new = _fma(value_f64(ga0, fa.mbits) * value_f64(gb0, fb.mbits), acc)
             image = lambda f: jnp.where(f.sign == 1, jnp.int32(-0x80000000), 0) | _CANONICAL
             pick = jnp.where(ga0.nan, image(ga0), jnp.where(gb0.nan, image(gb0),
                                                              jnp.where(jnp.isnan(acc), nanb, _INVALID)))

@@ -13,7 +13,7 @@ from jax import lax
 
 from .formats import FloatFormat
 
-__all__ = ["x64_scope", "pow2_f64", "fields_to_f64", "two_sum", "round_to_odd", "round_to_format", "round_f64",
+__all__ = ["x64_scope", "pow2_f64", "fields_to_f64", "value_f64", "two_sum", "round_to_odd", "round_to_format", "round_f64",
            "bits_to", "float_bits"]
 
 
@@ -41,6 +41,19 @@ def fields_to_f64(sign, sig, exp, mbits: int):
     """Exact float64 value of decoded fields (finite values only)."""
     mag = sig.astype(jnp.float64) * pow2_f64(exp - mbits)
     return jnp.where(sign == 1, -mag, mag)
+
+
+def value_f64(f, mbits: int):
+    """Exact float64 value of decoded fields, +-Inf and NaN included.
+
+    Args:
+        f: decoded fields (`formats.Fields` or anything with sign, sig, exp, nan, inf).
+        mbits: the format's mantissa bits.
+    Returns:
+        float64 array (NaN positive; a zero keeps its sign)."""
+    v = fields_to_f64(f.sign, f.sig, jnp.where(f.nan | f.inf, 0, f.exp), mbits)
+    v = jnp.where(f.inf, jnp.where(f.sign == 1, -jnp.inf, jnp.inf), v)
+    return jnp.where(f.nan, jnp.nan, v)
 
 
 def two_sum(a, b):

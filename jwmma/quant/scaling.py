@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..numerics.formats import F32, FloatFormat, decode_fields, format_of
-from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64
+from ..numerics.formats import F32, FloatFormat, decode, format_of
+from ..numerics.rounding import round_f64, value_f64
 
 __all__ = ["SCALINGS", "Quantised", "exact_f64", "f32_bits_to_f64", "amax", "quantise", "rescale", "effective",
            "overflow_limit"]
@@ -50,14 +50,7 @@ class Quantised(NamedTuple):
 
 def f32_bits_to_f64(bits):
     """The exact float64 value of float32 bit patterns (int32), subnormals, Inf and NaN kept."""
-    bits = bits.astype(jnp.int64) & 0xFFFFFFFF
-    sign = (bits >> 31) & 1
-    ef = (bits >> 23) & 0xFF
-    mant = bits & 0x7FFFFF
-    sig = jnp.where(ef != 0, mant | (1 << 23), mant)
-    mag = sig.astype(jnp.float64) * pow2_f64(jnp.maximum(ef, 1) - 150)
-    mag = jnp.where(ef == 0xFF, jnp.where(mant == 0, jnp.inf, jnp.nan), mag)
-    return jnp.where(sign == 1, -mag, mag)
+    return value_f64(decode(F32, bits), F32.mbits)
 
 
 def exact_f64(x):
@@ -76,11 +69,7 @@ def exact_f64(x):
         return f32_bits_to_f64(lax.bitcast_convert_type(x, jnp.int32))
     fmt = format_of(d)
     width = {2: jnp.uint16, 1: jnp.uint8}[d.itemsize]
-    code = lax.bitcast_convert_type(x, width).astype(jnp.int32)
-    sign, sig, exp, nan, inf = decode_fields(fmt, code)
-    v = fields_to_f64(sign, sig, jnp.where(sig == 0, 0, exp), fmt.mbits)
-    v = jnp.where(inf, jnp.where(sign == 1, -jnp.inf, jnp.inf), v)
-    return jnp.where(nan, jnp.nan, v)
+    return value_f64(decode(fmt, lax.bitcast_convert_type(x, width).astype(jnp.int32)), fmt.mbits)
 
 
 def amax(v, axis):

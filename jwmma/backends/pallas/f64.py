@@ -4,11 +4,10 @@ not lower to Triton)."""
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from ...numerics.formats import FloatFormat
-from ...numerics.rounding import fields_to_f64, round_to_odd, two_sum  # noqa: F401
+from ...numerics.rounding import round_to_odd, two_sum, value_f64  # noqa: F401
 
 from . import kernel_lib as kl
 
@@ -16,10 +15,9 @@ __all__ = ["f64_of_fields", "round_f64", "round_to_odd", "two_sum"]
 
 
 def f64_of_fields(d: kl.Dec, mbits: int):
-    """Exact float64 value of decoded fields, Inf and NaN included (fma_chain's `_to_f64`)."""
-    v = fields_to_f64(d.sign, d.sig, jnp.where(d.nan | d.inf, 0, d.exp), mbits)
-    v = jnp.where(d.inf, jnp.where(d.sign == 1, -np.inf, np.inf), v)
-    return jnp.where(d.nan, np.nan, v)
+    """Exact float64 value of decoded fields, Inf and NaN included (`jwmma.numerics.rounding.value_f64`:
+    plain jnp ops, which lower to Triton)."""
+    return value_f64(d, mbits)
 
 
 def round_f64(x, fmt: FloatFormat):
