@@ -117,16 +117,21 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         idx = fragments.check_index(spec, as_array(idx, what), what)
     m = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
+    c_dtype = c.dtype
+    # registers move as integer words (broadcast, padded into wave blocks, sliced): XLA may copy
+    # floats through float32 and change their bits (docs/ARCHITECTURE.md, "Same bits on every device")
+    a, b, c = (fragments.register_words(jnp.asarray(x)) for x in (a, b, c))
     (a, b, c, idx), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1))
     if check:
         report_violations(spec, idx, s)
     if 0 in batch:  # no waves: nothing to compute
-        return jnp.zeros(c.shape, c.dtype)
+        return jnp.zeros(c.shape, c_dtype)
     w = int(np.prod(batch, dtype=np.int64))
     flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx)]
     with x64_scope():
         d = run_waves(spec, m, *flat, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
-    return d.reshape(batch + d.shape[1:])
+    d = d.reshape(batch + d.shape[1:])
+    return d if d.dtype == c_dtype else lax.bitcast_convert_type(d, c_dtype)
 
 
 # ------------------------------------------------------------------------ the functions

@@ -19,12 +19,13 @@ from ..isa import layouts
 from ..isa.table import BuiltinSpec, Operand, lookup
 from ..isa.types import element_type
 from ..keywords import strict_keywords
-from .registers import codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute, regs_to_codes  # re-exported
+from .registers import (codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute,  # re-exported
+                        register_words, regs_to_codes)
 from .validation import as_array, check_bool_kw, check_last_dims, check_static_int, check_values
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
-    "regs_to_codes", "codes_to_regs", "value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values",
+    "register_words", "regs_to_codes", "codes_to_regs", "value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values",
     "lanes_to_matrix", "matrix_to_lanes", "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
 ]
 

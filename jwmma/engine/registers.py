@@ -16,9 +16,21 @@ from jax import lax
 from ..isa import layouts
 from ..isa.table import Operand
 
-__all__ = ["regs_to_codes", "codes_to_regs", "or_reduce", "permute", "lanes_to_matrix", "matrix_to_lanes"]
+__all__ = ["register_words", "regs_to_codes", "codes_to_regs", "or_reduce", "permute", "lanes_to_matrix", "matrix_to_lanes"]
 
 # ------------------------------------------------------------------ registers <-> element codes
+def register_words(regs):
+    """Registers as integer words of their width: float16/bfloat16 as uint16, float32 as
+    int32 (one free bit cast), integer registers as they are. Every register move (padding
+    waves into blocks, slicing them) then moves bits: XLA's CPU backend may route float copies
+    through float32 and change them (JAX 0.11 flushes bf16 subnormals in a pad, JAX 0.10
+    quiets NaN payloads)."""
+    d = np.dtype(regs.dtype)
+    if d.kind != "f" and not jnp.issubdtype(d, jnp.floating):
+        return regs
+    return lax.bitcast_convert_type(regs, jnp.uint16 if d.itemsize == 2 else jnp.int32)
+
+
 def regs_to_codes(op: Operand, regs) -> jnp.ndarray:
     """(*batch, lanes, n) registers -> (*batch, lanes, elems) int32 element codes.
 

@@ -37,13 +37,29 @@ def _is_float(dtype) -> bool:
 
 
 def _groups(x, what):
+    """(x, its groups (..., K/4, 4)) with floats as their bit patterns (unsigned ints of their
+    width): every helper moves and compares bits, never float values. XLA:CPU is free to
+    route a float copy, pad or select through float32 and back (docs/ARCHITECTURE.md, "Same
+    bits on every device"): JAX 0.11's narrowing flushes bf16 subnormals there and JAX
+    0.10's quiets NaN payloads."""
     x = as_array(x, what)
     if x.ndim < 1 or x.shape[-1] % 4:
         raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
     if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
         raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
+    if _is_float(x.dtype):
+        x = _as_bits(x)
     x = jnp.asarray(x)  # inside x64_scope: int64/float64 stay 64-bit
     return x, x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
+
+
+def _as_bits(x):
+    """A float array's bit patterns, unsigned ints of its width (a numpy view is free; a JAX
+    array gets one bit cast, the first operation that touches it)."""
+    width = _UINT[np.dtype(x.dtype).itemsize]
+    if isinstance(x, np.ndarray):
+        return x.view(np.dtype(width))
+    return lax.bitcast_convert_type(x, width)
 
 
 def _bits(g):
@@ -55,10 +71,11 @@ def _from_bits(bits, dtype):
     return lax.bitcast_convert_type(bits, dtype)
 
 
-def _magnitude_key(g):
-    """An unsigned key ordered as |value|, exact in the input's precision; NaN ranks as an
-    infinite magnitude (ties with Inf; above every finite value in formats without Inf)."""
-    dtype = np.dtype(g.dtype)
+def _magnitude_key(g, dtype):
+    """An unsigned key ordered as |value|, exact in ``dtype``'s precision; NaN ranks as an
+    infinite magnitude (ties with Inf; above every finite value in formats without Inf).
+    ``g``: integer values, or the bit patterns of a float ``dtype``."""
+    dtype = np.dtype(dtype)
     if not _is_float(dtype):
         ukey = jnp.uint64 if dtype.itemsize == 8 else jnp.uint32  # |x| of any int fits the unsigned width
         if jnp.issubdtype(dtype, jnp.unsignedinteger):
@@ -70,17 +87,17 @@ def _magnitude_key(g):
         return jnp.where(g < 0, ukey(0) - u, u)  # two's complement negation: |int min| exactly
     width = dtype.itemsize * 8
     ukey = jnp.uint64 if width == 64 else jnp.uint32
-    key = (_bits(g) & ((1 << (width - 1)) - 1)).astype(ukey)
-    nan = jnp.isnan(g)
-    if np.isinf(np.array(np.inf, dtype)):
+    key = (g & ((1 << (width - 1)) - 1)).astype(ukey)
+    if "fnuz" in dtype.name:  # the one NaN is the negative-zero code: |NaN| would read 0
+        return jnp.where(g == (1 << (width - 1)), ukey((1 << (width - 1)) - 1), key)
+    if np.isinf(np.array(np.inf, dtype)):  # IEEE: NaNs lie above the Inf code
         inf_key = int(np.array(np.inf, dtype).view(np.dtype(f"u{dtype.itemsize}")))
-    else:
-        inf_key = (1 << (width - 1)) - 1
-    return jnp.where(nan, ukey(inf_key), key)
+        return jnp.minimum(key, ukey(inf_key))
+    return key  # E4M3FN: the NaN codes are the largest magnitudes already
 
 
-def _keep_largest(g):
-    key = _magnitude_key(g)
+def _keep_largest(g, dtype):
+    key = _magnitude_key(g, dtype)
     # rank of each element within its group: how many others beat it (ties: lower position)
     beats = (key[..., None, :] > key[..., :, None]) | (
         (key[..., None, :] == key[..., :, None]) & (jnp.arange(4)[None, :] < jnp.arange(4)[:, None])
@@ -88,14 +105,15 @@ def _keep_largest(g):
     return beats.sum(-1) < 2
 
 
-def _keep_hipsparselt(g):
+def _keep_hipsparselt(g, dtype):
     """hipSPARSELt's prune_strip_kernel: pair scores |a| + |b| in float32 (exactly rounded
     here, subnormals kept), pairs (0,1), (0,2), (0,3), (1,2), (1,3), (2,3) in order, a pair
-    replaces the best only if its score is strictly greater (best starts at -1 at (0, 0))."""
-    dtype = np.dtype(g.dtype)
+    replaces the best only if its score is strictly greater (best starts at -1 at (0, 0)).
+    ``g``: integer values, or the bit patterns of a float ``dtype``."""
+    dtype = np.dtype(dtype)
     if _is_float(dtype):
         fmt = format_of(dtype)
-        code = _bits(g).astype(jnp.int32)
+        code = g.astype(jnp.int32)
         f = decode(fmt, code)
         mag = fields_to_f64(jnp.zeros_like(f.sign), f.sig, f.exp, fmt.mbits)
         mag = jnp.where(f.inf, jnp.inf, mag)
@@ -141,30 +159,44 @@ def prune_2_4(a, rule: str = "largest"):
     if not isinstance(rule, str) or rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
     with x64_scope():
+        dtype = np.dtype(as_array(a, "a").dtype)
         a, g = _groups(a, "a")
-        if rule == "hipsparselt" and np.dtype(a.dtype).name not in _HIPSPARSELT_DTYPES:
+        if rule == "hipsparselt" and dtype.name not in _HIPSPARSELT_DTYPES:
             raise TypeError(f"a must have one of the dtypes hipSPARSELt prunes ({', '.join(_HIPSPARSELT_DTYPES)}) "
-                            f"for rule='hipsparselt', got {a.dtype}")
+                            f"for rule='hipsparselt', got {dtype}")
+        if a.size == 0:
+            return _from_bits(a, dtype) if _is_float(dtype) else a
+        out = _prune(g, rule, dtype.name).reshape(a.shape)
+        return _from_bits(out, dtype) if _is_float(dtype) else out
+
+
+def prune_bits(a, dtype, rule: str = "largest"):
+    """`prune_2_4` of values given as bits: ``a`` (..., K), K divisible by 4, holds the bit
+    patterns of float ``dtype`` as unsigned ints of its width (or integer values of ``dtype``);
+    the pruned bits come back. For callers that keep operands as bits (`jwmma.gemm`)."""
+    dtype = np.dtype(dtype)
+    with x64_scope():
+        a = jnp.asarray(a)
         if a.size == 0:
             return a
-        return _prune(g, rule).reshape(a.shape)
+        g = a.reshape(*a.shape[:-1], a.shape[-1] // 4, 4)
+        return _prune(g, rule, dtype.name).reshape(a.shape)
 
 
-@functools.partial(jax.jit, static_argnames="rule")
-def _prune(g, rule):
-    """Groups (..., G, 4) pruned by ``rule``: one fused program (no eager temporaries)."""
-    keep = _keep_largest(g) if rule == "largest" else _keep_hipsparselt(g)
-    if _is_float(g.dtype):
-        bits = _bits(g)
-        return _from_bits(jnp.where(keep, bits, jnp.zeros((), bits.dtype)), g.dtype)
+@functools.partial(jax.jit, static_argnames=("rule", "dtype"))
+def _prune(g, rule, dtype):
+    """Groups (..., G, 4) pruned by ``rule``: one fused program (no eager temporaries); ``g``
+    holds integer values, or the bits of a float ``dtype`` (its name)."""
+    dtype = jnp.dtype(dtype)
+    keep = _keep_largest(g, dtype) if rule == "largest" else _keep_hipsparselt(g, dtype)
     return jnp.where(keep, g, jnp.zeros((), g.dtype))
 
 
-def _nonzero(g):
-    if not _is_float(g.dtype):
+def _nonzero_bits(g, float_bits: bool):
+    """Non-zero mask of integer values, or of float bit patterns (-0 is zero, NaN is not)."""
+    if not float_bits:
         return g != 0
-    width = np.dtype(g.dtype).itemsize * 8
-    return (_bits(g) & ((1 << (width - 1)) - 1)) != 0  # -0.0 is zero, NaN is not
+    return (g & ((1 << (np.dtype(g.dtype).itemsize * 8 - 1)) - 1)) != 0
 
 
 def _message_2_4(what, first, nonzeros, total):
@@ -197,22 +229,24 @@ def compress_2_4(a24, *, what: str = "a24"):
         makes that a ValueError inside jit).
     """
     with x64_scope():
+        dtype = np.dtype(as_array(a24, "a24").dtype)
         a24, g = _groups(a24, "a24")
         half = (*a24.shape[:-1], a24.shape[-1] // 2)
         if a24.size == 0:
-            return jnp.zeros(half, a24.dtype), jnp.zeros(half, jnp.int32)
-        values, pos, count = _compress(g)
+            return jnp.zeros(half, dtype), jnp.zeros(half, jnp.int32)
+        values, pos, count = _compress(g, _is_float(dtype))
         fail_if(count > 2, _describe_2_4(what), count)
-        return values, pos
+        return (_from_bits(values, dtype) if _is_float(dtype) else values), pos
 
 
-def check_2_4(a24, *, what: str = "a24") -> None:
+def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
     """Raise the ValueError of `compress_2_4` where ``a24`` (..., K), K divisible by 4, is not
     2:4 sparse, without compressing it: concrete input is summarised by one fused reduction
-    (three scalars come back, no temporary of A's size; numpy floats are read as their bits,
-    so XLA's CPU backend does not widen fp8 to f16 for it); traced input is checked when the
-    computation runs, as `compress_2_4` checks it. For callers that compress later, block by
-    block (`jwmma.gemm`, `compress_groups`)."""
+    (three scalars come back, no temporary of A's size); traced input is checked when the
+    computation runs, as `compress_2_4` checks it. Floats are read as their bits (no float
+    operation); ``float_bits``: ``a24`` holds float bit patterns already (unsigned ints of
+    their width). For callers that compress later, block by block (`jwmma.gemm`,
+    `compress_groups`)."""
     x = as_array(a24, what)
     if x.ndim < 1 or x.shape[-1] % 4:
         raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
@@ -221,32 +255,25 @@ def check_2_4(a24, *, what: str = "a24") -> None:
     if x.size == 0:
         return
     with x64_scope():
+        float_bits = float_bits or _is_float(x.dtype)
+        x, g = _groups(x, what)
         if jax_concrete(x):
-            float_bits = isinstance(x, np.ndarray) and _is_float(x.dtype)
-            if float_bits:
-                x = x.view(f"u{x.dtype.itemsize}")
-            groups = x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
-            total, first, nonzeros = _summary_2_4(groups, float_bits)
+            total, first, nonzeros = _summary_2_4(g, float_bits)
             if int(total):
-                first = tuple(int(i) for i in np.unravel_index(int(first), groups.shape[:-1]))
+                first = tuple(int(i) for i in np.unravel_index(int(first), g.shape[:-1]))
                 raise ValueError(_message_2_4(what, first, int(nonzeros), int(total)))
             return
-        _, g = _groups(x, what)
-        count = _compress(g)[2]
+        count = _compress(g, float_bits)[2]
         fail_if(count > 2, _describe_2_4(what), count)
 
 
 @functools.partial(jax.jit, static_argnums=1)
 def _summary_2_4(g, float_bits: bool):
     """(groups with more than two non-zeros, flat index of the first, its non-zero count)."""
-    def nonzero(x):
-        if float_bits:
-            return (x & ((1 << (np.dtype(x.dtype).itemsize * 8 - 1)) - 1)) != 0
-        return _nonzero(x)
-
-    bad = (nonzero(g).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
+    bad = (_nonzero_bits(g, float_bits).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
     first = jnp.argmax(bad)
-    return jnp.sum(bad, dtype=jnp.int32), first, nonzero(g.reshape(-1, 4)[first]).sum(dtype=jnp.int32)
+    return (jnp.sum(bad, dtype=jnp.int32), first,
+            _nonzero_bits(g.reshape(-1, 4)[first], float_bits).sum(dtype=jnp.int32))
 
 
 def compress_groups(a24, *, float_bits: bool = False):
@@ -254,28 +281,17 @@ def compress_groups(a24, *, float_bits: bool = False):
     (`check_2_4`): (values, positions int32) of a (..., K) array, K divisible by 4. Groups with
     more than two non-zeros keep their first two (undefined for a caller that did not check).
     ``float_bits``: ``a24`` holds the bit patterns of floats as unsigned ints of their width
-    (-0 counts as zero; the values come back as bits): no float operation at all, so XLA's CPU
-    backend does not widen a whole fp8 operand to f16 for it."""
+    (-0 counts as zero; the values come back as bits): no float operation at all."""
     g = a24.reshape(*a24.shape[:-1], a24.shape[-1] // 4, 4)
-    values, pos, _ = _compress_float_bits(g) if float_bits else _compress(g)
+    values, pos, _ = _compress(g, float_bits)
     return values, pos
 
 
-@jax.jit
-def _compress_float_bits(g):
-    """`_compress` of floats given as their bits (-0 is zero): one fused program."""
-    width = np.dtype(g.dtype).itemsize * 8
-    return _compress_core(g, (g & ((1 << (width - 1)) - 1)) != 0)
-
-
-@jax.jit
-def _compress(g):
-    """(values, positions, non-zero count per group) of groups (..., G, 4): one fused program
-    (no eager temporaries of A's size)."""
-    if _is_float(g.dtype):
-        values, pos, count = _compress_core(_bits(g), _nonzero(g))
-        return _from_bits(values, g.dtype), pos, count
-    return _compress_core(g, _nonzero(g))
+@functools.partial(jax.jit, static_argnums=1)
+def _compress(g, float_bits: bool):
+    """(values, positions, non-zero count per group) of groups (..., G, 4) of integer values
+    or float bits: one fused program (no eager temporaries of A's size)."""
+    return _compress_core(g, _nonzero_bits(g, float_bits))
 
 
 def _compress_core(vals, nz):

@@ -180,9 +180,8 @@ def gemm(
         ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
         if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
             return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
-        with x64_scope():  # operands converted block by block inside the bounded loop (`blocks`)
-            bits = [None if x is None else fragments.storage_bits(x) for x in (ins.a, ins.b, ins.c)]
-            return paths.gemm_path(bits[0], ins.pos, bits[1], bits[2], spec=spec, model=m_obj, options=opts,
+        with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
+            return paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
                                    a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
                                    form=ins.form, dims=(ins.m, ins.n, ins.k, ins.batch))
     ops = operands.codes(spec, a, b, c, prune=prune, check=check, signed=signed)

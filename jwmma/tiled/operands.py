@@ -15,12 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..engine.fragments import check_value_input, storage_bits, to_codes
-from ..engine.sparsity import check_2_4, compress_2_4, compress_groups, prune_2_4
+from ..engine.sparsity import check_2_4, compress_groups, prune_2_4, prune_bits
 from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 
-__all__ = ["Codes", "Form", "Inputs", "compressed_a", "check_modifiers", "signedness", "int_range", "accumulator_dtype",
+__all__ = ["Codes", "Form", "Inputs", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "word_dtype",
            "inputs", "convert", "codes", "pad_to", "pad_a", "pad_codes"]
 
 
@@ -58,9 +58,10 @@ class Form:
 @dataclass(frozen=True)
 class Inputs:
     """A GEMM's operands checked (every check of `codes`) but not converted: ``a`` as the user
-    gave it (dense (*batch, M, K), or the values of a pair), ``pos`` (a pair's positions, else
-    None), ``b``, ``c`` (or None), the logical ``m``, ``n``, ``k``, the broadcast ``batch`` and
-    the static `Form`. `convert` gives the codes of any block of rows or batch elements, so
+    gave it (dense (*batch, M, K), pruned and padded to a multiple of 4 along K when gemm
+    prunes, or the values of a pair), ``pos`` (a pair's positions, else None), ``b``, ``c``
+    (or None), float operands as their bit patterns (`storage_bits`), the logical ``m``,
+    ``n``, ``k``, the broadcast ``batch`` and the static `Form`. `convert` gives the codes of any block of rows or batch elements, so
     gemm converts inside its bounded loop (peak memory independent of the batch size)."""
 
     a: object
@@ -74,32 +75,16 @@ class Inputs:
     form: Form
 
 
-def compressed_a(a, prune: bool, check: bool = False):
-    """A in compressed form.
-
-    Args:
-        a: a dense 2:4-sparse (*batch, M, K) array (K is padded to a multiple of 4), or a
-            ``(values, positions)`` pair of (*batch, M, K/2) arrays.
-        prune: prune a dense ``a`` to 2:4 first (`jwmma.prune_2_4`).
-        check: also check traced positions (concrete ones always are); unchecked traced
-            positions keep their low 2 bits (p mod 4), as the index register would.
-    Returns:
-        (values, positions int32, dense K).
-    """
-    if isinstance(a, tuple):
-        values, pos, k = _checked_pair(a, check)
-        return values, jnp.asarray(pos).astype(jnp.int32) & 3, k
-    a = as_array(a, "a")
-    if a.ndim < 2:
-        raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
-    k = a.shape[-1]
-    if k % 4:
-        pad = 4 - k % 4
-        a = jnp.pad(jnp.asarray(a), [(0, 0)] * (a.ndim - 1) + [(0, pad)])
-    if prune:
-        a = prune_2_4(a)
-    values, pos = compress_2_4(a, what="a")  # raises on a matrix that is not 2:4 sparse (names a)
-    return values, pos, k
+def _padded_bits(a, k4: int):
+    """``a`` (..., K) with floats as their bit patterns (`storage_bits`), zero-padded to K = k4
+    along the last axis. Padding, pruning and compressing move bits, never float values:
+    XLA:CPU may route a float copy through float32 (JAX 0.11 flushes bf16 subnormals in a
+    pad, JAX 0.10 quiets NaN payloads; docs/ARCHITECTURE.md, "Same bits on every device")."""
+    bits = storage_bits(a)
+    if bits.shape[-1] == k4:
+        return bits
+    pads = [(0, 0)] * (bits.ndim - 1) + [(0, k4 - bits.shape[-1])]
+    return np.pad(bits, pads) if isinstance(bits, np.ndarray) else jnp.pad(bits, pads)
 
 
 def _dtype_signedness(dtype, bits: int):
@@ -148,6 +133,12 @@ def check_modifiers(spec: BuiltinSpec, a_neg, b_neg, clamp) -> tuple[bool, bool,
             check_static_bool(False if clamp is None else clamp, "clamp"))
 
 
+def word_dtype(spec: BuiltinSpec) -> np.dtype:
+    """The dtype that holds D's codes until the last operation: unsigned ints of the
+    accumulator's width for 16-bit floats, int32 otherwise (`codes_to_values` reads both)."""
+    return np.dtype(np.uint16) if np.dtype(accumulator_dtype(spec)).itemsize == 2 else np.dtype(np.int32)
+
+
 def accumulator_dtype(spec: BuiltinSpec) -> np.dtype:
     """The numpy dtype of the logical C/D values of ``spec`` (float32, float16, bfloat16, int32)."""
     return element_type(spec.c_type).value_dtype()
@@ -187,26 +178,37 @@ def _checked_dense_a(a, prune: bool, spec: BuiltinSpec):
 def _checked_a(spec: BuiltinSpec, a, prune: bool, check: bool, lohi):
     """(a, pos or None, dense K, Form's a_form) with every check of A done: a pair's
     shapes and positions, a dense A's 2:4 structure (concrete: now; traced: when it runs),
-    the values' dtype and integer range."""
+    the values' dtype and integer range. Floats come back as their bit patterns
+    (`storage_bits`): padding, pruning and the 2:4 check run on bits."""
     if spec.dense:
         a = _checked_dense_a(a, prune, spec)
-        return check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi), None, a.shape[-1], "dense"
+        a = check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi)
+        return storage_bits(a), None, a.shape[-1], "dense"
     if isinstance(a, tuple):
         values, pos, k = _checked_pair(a, check)
-        return check_value_input(spec.a_type, values, "a", spec.name, check=check, lohi=lohi), pos, k, "pair"
+        values = check_value_input(spec.a_type, values, "a", spec.name, check=check, lohi=lohi)
+        return storage_bits(values), pos, k, "pair"
     a = as_array(a, "a")
     if a.ndim < 2:
         raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
     k = a.shape[-1]
+    k4 = -(-k // 4) * 4
+    if element_type(spec.a_type).is_float:
+        a = check_value_input(spec.a_type, a, "a", spec.name)  # the dtype, before it becomes bits
+        if prune:
+            return prune_bits(_padded_bits(a, k4), a.dtype), None, k, "compress"
+        check_2_4(_padded_bits(a, k4), what="a", float_bits=True)
+        return storage_bits(a), None, k, "compress"
     if prune:  # once, whole (the range check of integers covers the kept values only, as before)
-        a = prune_2_4(pad_to(jnp.asarray(a), {-1: -(-k // 4) * 4}))
+        a = prune_2_4(pad_to(jnp.asarray(a), {-1: k4}))
     else:
-        check_2_4(a if k % 4 == 0 else pad_to(jnp.asarray(a), {-1: -(-k // 4) * 4}), what="a")
+        check_2_4(a if k % 4 == 0 else pad_to(jnp.asarray(a), {-1: k4}), what="a")
     return check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi), None, k, "compress"
 
 
 def _checked_pair(a: tuple, check: bool):
-    """The checks of `compressed_a` on a (values, positions) pair: (values, positions, K)."""
+    """The checks of a (values, positions) pair of A: shapes, position range and dtype:
+    (values, positions, K)."""
     if len(a) != 2:
         raise ValueError(f"a given as a tuple must be (values, positions), got {len(a)} items")
     values, pos = as_array(a[0], "a values"), as_array(a[1], "a positions")
@@ -246,9 +248,9 @@ def inputs(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, sign
             f"a and b disagree on K: a is (*batch, M, K) with K={k}, b is (*batch, K, N) "
             f"with shape {tuple(b.shape)}"
         )
-    b = check_value_input(spec.b_type, b, "b", spec.name, check=check, lohi=rb)
+    b = storage_bits(check_value_input(spec.b_type, b, "b", spec.name, check=check, lohi=rb))
     m, n = a.shape[-2], b.shape[-1]
-    c = None if c is None else _checked_c(spec, c, m, n)
+    c = None if c is None else storage_bits(_checked_c(spec, c, m, n))
     shapes = [a.shape[:-2], b.shape[:-2]] + ([] if c is None else [c.shape[:-2]])
     try:
         batch = np.broadcast_shapes(*shapes)
@@ -270,10 +272,9 @@ def convert(form: Form, a, pos, b, c):
         values, pos = a, jnp.asarray(pos).astype(jnp.int32) & 3
     elif form.a_form == "dense":
         values, pos = a, jnp.zeros(a.shape, jnp.int32)
-    else:
-        a = pad_to(jnp.asarray(a), {-1: form.k4})
-        float_bits = element_type(form.a_type).is_float
-        values, pos = compress_groups(storage_bits(a) if float_bits else a, float_bits=float_bits)
+    else:  # floats are bits already (`inputs`), so the pad moves integers
+        a = pad_to(jnp.asarray(storage_bits(a)), {-1: form.k4})
+        values, pos = compress_groups(a, float_bits=element_type(form.a_type).is_float)
     return (to_codes(form.a_type, values), pos, to_codes(form.b_type, b),
             None if c is None else to_codes(form.c_type, c))
 
@@ -282,8 +283,12 @@ def codes(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, signe
     """Validate a GEMM's operands and convert them to element codes.
 
     Args:
-        spec: the builtin; a: as `compressed_a`; b: (*batch, K, N) of the B type; c:
-            (*batch, M, N) of the accumulator type, or None; prune, check: as `compressed_a`
+        spec: the builtin; a: a dense 2:4-sparse (*batch, M, K) array (K is padded to a
+            multiple of 4), or a ``(values, positions)`` pair of (*batch, M, K/2) arrays;
+            b: (*batch, K, N) of the B type; c: (*batch, M, N) of the accumulator type, or
+            None; prune: prune a dense ``a`` to 2:4 first (`jwmma.prune_2_4`); check: also
+            check traced positions and integer values (concrete ones always are); unchecked
+            traced positions keep their low 2 bits (p mod 4), as the index register would
             (check also covers traced integer values); signed: (a_signed, b_signed) of an
             integer builtin: the value ranges checked.
     Returns:

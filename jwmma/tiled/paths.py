@@ -30,6 +30,7 @@ from ..engine import fragments
 from ..engine.builtins import run_registers
 from ..engine.step import context, step
 from ..isa.table import BuiltinSpec
+from ..varying import vary_like, vary_together
 from . import operands
 from .blocks import batch_chunk, row_block, run_blocks
 
@@ -116,6 +117,7 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
     ``options.backend == 'pallas'``: the model family's fused Pallas kernel computes the same
     bits (`jwmma.backends.pallas`).
     """
+    a_codes, pos, b_codes, c = vary_together(a_codes, pos, b_codes, c)  # inside a user's shard_map
     if pallas.kernel_for(spec, model, options):
         return pallas.matrix_path(a_codes, pos, b_codes, c, spec=spec, model=model, options=options,
                                   a_signed=a_signed, b_signed=b_signed, clamp=clamp)
@@ -147,6 +149,7 @@ def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_
 def register_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, s):
     """D codes of the tiled GEMM through per-step register fragments and the builtin (the
     arguments of `matrix_path`, and ``s``: the index set's bit offset)."""
+    a_codes, pos, b_codes, c = vary_together(a_codes, pos, b_codes, c)  # inside a user's shard_map
     kernel = functools.partial(_register_rows, spec=spec, model=model, options=options, a_signed=a_signed,
                                b_signed=b_signed, clamp=clamp, s=s)
     return by_row_blocks(kernel, spec, model, context(spec, clamp), options)(a_codes, pos, b_codes, c)
@@ -163,10 +166,12 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
         a_t = tiles(a, spec.m, spec.kc)[..., :, 0:1, :, :]  # (..., TM, 1, m, kc)
         p_t = tiles(p, spec.m, spec.kc)[..., :, 0:1, :, :]
         b_t = tiles(b, spec.k, spec.n)[..., 0:1, :, :, :]  # (..., 1, TN, k, n)
-        a_regs = fragments.codes_to_regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, a_t))
-        b_regs = fragments.codes_to_regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, b_t))
+        # registers as integer words, as the builtin functions pass them (`register_words`)
+        regs = lambda op, codes: fragments.register_words(fragments.codes_to_regs(op, codes))  # noqa: E731
+        a_regs = regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, a_t))
+        b_regs = regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, b_t))
         idx = fragments.index_words(spec, p_t, s)
-        d = run_registers(spec, model, a_regs, b_regs, fragments.codes_to_regs(spec.c, c_lanes), idx, s=s,
+        d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, c_lanes), idx, s=s,
                           options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
         return fragments.regs_to_codes(spec.c, d), None
 
@@ -190,20 +195,23 @@ def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, 
     """
     m, n, k, batch = dims
     mp, np_, kp = (-(-m // spec.m) * spec.m, -(-n // spec.n) * spec.n, -(-k // spec.k) * spec.k)
+    a, pos, b, c = vary_together(a, pos, b, c)  # a user's shard_map: the loop carries vary like them
     a_cols = kp if form.a_form == "dense" else kp // 2
 
     def prepare(a, p, b, c, rows, lead):
         a, p, b, c = operands.convert(form, a, p, b, c)
         a, p = operands.pad_a(a, p, rows, a_cols)
         b = operands.pad_to(b, {-2: kp, -1: np_})
-        c = jnp.zeros((rows, np_), jnp.int32) if c is None else operands.pad_to(c, {-2: rows, -1: np_})
+        c = vary_like(jnp.zeros((rows, np_), jnp.int32), a) if c is None else operands.pad_to(c, {-2: rows, -1: np_})
         return tuple(jnp.broadcast_to(x, lead + x.shape[-2:]) for x in (a, p, b, c))
 
-    def finish(d, rows):
-        return fragments.codes_to_values(spec.c_type, d[..., :rows, :n].astype(jnp.int32))
+    words = operands.word_dtype(spec)
+
+    def finish(d, rows):  # D stays bits inside the loop: float copies may not keep them (`_padded_bits`)
+        return d[..., :rows, :n].astype(words)
 
     kw = dict(spec=spec, model=model, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
     kernel = functools.partial(_matrix_rows, **kw) if path == "matrix" else functools.partial(_register_rows, **kw, s=s)
-    return run_blocks(kernel, prepare, finish, (a, pos, b, c), spec=spec, model=model, ctx=context(spec, clamp),
-                      options=options, batch=batch, m=m, n=n, mp=mp, np_=np_,
-                      out_dtype=operands.accumulator_dtype(spec))
+    d = run_blocks(kernel, prepare, finish, (a, pos, b, c), spec=spec, model=model, ctx=context(spec, clamp),
+                   options=options, batch=batch, m=m, n=n, mp=mp, np_=np_, out_dtype=words)
+    return fragments.codes_to_values(spec.c_type, d)
