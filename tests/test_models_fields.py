@@ -235,3 +235,21 @@ def test_a_model_field_without_a_rule_is_refused():
 
     with pytest.raises(TypeError, match="Sloppy declares no FIELDS rule for width"):
         Sloppy()
+
+
+@pytest.mark.parametrize("cls,bad,meant", [("CDNA3", "grup", "group"), ("Exact", "grp", None),
+                                           ("Gfx12Dot4", "stepp", "step")])
+def test_unknown_keyword_names_the_field_and_the_fields(cls, bad, meant):
+    """A misspelt field gets the model's own error (class, the field, every valid field and
+    the closest), not Python's bare "unexpected keyword argument"."""
+    import dataclasses
+
+    model_cls = getattr(jwmma.models, cls)
+    with pytest.raises(TypeError) as e:
+        model_cls(**{bad: 8})
+    text = str(e.value)
+    assert f"{cls} has no field {bad!r}" in text
+    for f in dataclasses.fields(model_cls):
+        assert f.name in text
+    if meant:
+        assert f"did you mean {meant!r}" in text

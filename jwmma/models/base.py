@@ -21,6 +21,8 @@ layer does not import the engine). Models run inside `x64_scope()`.
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -74,11 +76,25 @@ def as_column(x):
     return jax.tree_util.tree_map(lambda t: t[..., None], x)
 
 
-class Model:
+class _Checked(type):
+    """Models name a keyword they do not have, with their fields and the closest one, before
+    the dataclass's own ``__init__`` says only "unexpected keyword argument"."""
+
+    def __call__(cls, *args, **kwargs):
+        fields = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None
+        unknown = [k for k in kwargs if fields is not None and k not in fields]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], fields, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{cls.__name__} has no field {unknown[0]!r}{hint}; its fields: {', '.join(fields)}")
+        return super().__call__(*args, **kwargs)
+
+
+class Model(metaclass=_Checked):
     """Base class. Subclasses are frozen dataclasses (hashable: they are static arguments)
     that declare a rule per field in ``FIELDS`` (`jwmma.models.fields`): construction checks
-    them, and a subclass with cross-field rules adds them in its own ``__post_init__`` after
-    ``super().__post_init__()``."""
+    them (an unknown keyword is named with the class's fields), and a subclass with
+    cross-field rules adds them in its own ``__post_init__`` after ``super().__post_init__()``."""
 
     name: ClassVar[str] = "model"
     integer: ClassVar[bool] = False  # True for models of integer builtins
