@@ -16,7 +16,7 @@ PKG = ROOT / "jwmma"
 
 #: layer of each subpackage / top-level module; a module may import from lower layers and from
 #: its own subpackage only (same-layer siblings do not import each other)
-LAYERS = {"version": 0, "keywords": 0, "numerics": 1, "isa": 2, "models": 2, "engine": 3, "backends": 3.5, "tiled": 4, "quant": 4.5, "kernel": 5, "study": 5, "nn": 5,
+LAYERS = {"version": 0, "keywords": 0, "varying": 0, "numerics": 1, "isa": 2, "models": 2, "engine": 3, "backends": 3.5, "tiled": 4, "quant": 4.5, "kernel": 5, "study": 5, "nn": 5,
           "cli": 6, "__init__": 7, "__main__": 7}
 
 

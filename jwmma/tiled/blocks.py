@@ -18,6 +18,7 @@ from jax import lax
 import jax.numpy as jnp
 
 from ..isa.table import BuiltinSpec
+from ..varying import vary_like
 
 __all__ = ["run_blocks", "row_block", "batch_chunk"]
 
@@ -97,7 +98,7 @@ def run_blocks(kernel, prepare, finish, operands, *, spec: BuiltinSpec, model, c
                   out_dtype)
         return lax.dynamic_update_slice_in_dim(out, d, start, 0)
 
-    out = lax.fori_loop(0, -(-total // chunk), body, jnp.zeros((total, m, n), out_dtype))
+    out = lax.fori_loop(0, -(-total // chunk), body, vary_like(jnp.zeros((total, m, n), out_dtype), *ops))
     return out.reshape(batch + (m, n))
 
 
@@ -118,4 +119,4 @@ def _rows(kernel, prepare, finish, ops, lead, spec, model, ctx, options, m, n, m
         d = finish(kernel(*prepare(cut(a), cut(p), b, cut(c), rows, lead)), rows)
         return lax.dynamic_update_slice_in_dim(out, d, start, len(lead))
 
-    return lax.fori_loop(0, mp // rows, body, jnp.zeros(lead + (m, n), out_dtype))
+    return lax.fori_loop(0, mp // rows, body, vary_like(jnp.zeros(lead + (m, n), out_dtype), *ops))
