@@ -497,6 +497,24 @@ def _foreign_model():
     return Foreign()
 
 
+def _abstract_gpu():
+    """A context naming the GPU to lower for where none is attached: JAX 0.11 asks for an
+    abstract device (Pallas reads its compute capability from it); older JAX falls back to
+    compute capability 9.0 by itself."""
+    import contextlib
+
+    mesh_cls, device_cls = jax.sharding.AbstractMesh, getattr(jax.sharding, "AbstractDevice", None)
+    if device_cls is None or not hasattr(jax.sharding, "use_abstract_mesh"):
+        return contextlib.nullcontext()
+    try:
+        device = device_cls(device_kind="NVIDIA H200", num_cores=132, platform="gpu")
+        auto = (jax.sharding.AxisType.Auto,)  # no sharding in the types: only the device matters
+        mesh = mesh_cls((1,), ("gpu",), axis_types=auto, abstract_device=device)
+    except TypeError:  # an AbstractMesh without abstract devices: the old fallback applies
+        return contextlib.nullcontext()
+    return jax.sharding.use_abstract_mesh(mesh)
+
+
 @pytest.mark.parametrize("builtin,model", [
     ("smfmac_f32_16x16x128_fp8_fp8", None),
     pytest.param("swmmac_f32_16x16x32_f16_w32", None, marks=pytest.mark.slow),
@@ -537,7 +555,7 @@ def test_triton_lowering_without_gpu(builtin, model):
     fn = jax.jit(lambda *x: pallas.matrix_path(*x, spec=spec, model=m_obj, options=opts))
     lowering.lower_jaxpr_to_triton_module = checked
     try:
-        with x64_scope():
+        with x64_scope(), _abstract_gpu():
             jax.export.export(fn, platforms=("cuda",), disabled_checks=[
                 jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
     finally:

@@ -6,6 +6,7 @@ shared between the tests (compilation dominates the run time)."""
 from __future__ import annotations
 
 import json
+import pathlib
 import math
 import os
 import shutil
@@ -167,21 +168,21 @@ def test_resume_skips_finished_points_and_recovers_a_torn_file(tiny, tmp_path):
     out = str(tmp_path / "resumed")
     shutil.copytree(tiny.out, out)
     again = study.run(**TINY, out=out, figures=False)
-    cfg = json.load(open(os.path.join(out, "config.json")))
+    cfg = json.loads(pathlib.Path(os.path.join(out, "config.json")).read_text())
     assert cfg["computed_points"] == 0
     assert again.summary == tiny.summary
     # interrupt: the last point (both seeds) lost, and a half-written line
     path = os.path.join(out, "points.jsonl")
-    lines = open(path).read().splitlines()
-    open(path, "w").write("\n".join(lines[:-2]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    lines = pathlib.Path(path).read_text().splitlines()
+    pathlib.Path(path).write_text("\n".join(lines[:-2]) + "\n" + lines[-1][: len(lines[-1]) // 2])
     third = study.run(**TINY, out=out, figures=False)
-    assert json.load(open(os.path.join(out, "config.json")))["computed_points"] == 2
+    assert json.loads(pathlib.Path(os.path.join(out, "config.json")).read_text())["computed_points"] == 2
     def strip(rows):  # the timing is the only field that may change
         return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
 
     assert strip(third.points) == strip(tiny.points)
     assert len(study.read_points(path)) == len(tiny.points)
-    csv_rows = open(os.path.join(out, "points.csv")).read().splitlines()
+    csv_rows = pathlib.Path(os.path.join(out, "points.csv")).read_text().splitlines()
     assert len(csv_rows) == 1 + len(tiny.points)
     # a fresh run starts over
     study.run(**{**TINY, "ks": [128], "models": ["exact"], "dists": ["normal"]}, out=out, resume=False,
@@ -200,14 +201,14 @@ def test_cli_tiny_sweep(tmp_path, capsys):
     assert len(exact) == 1 and exact[0][9] == "100%" and exact[0][10] == "0"  # one step: correctly rounded
     for f in ("points.jsonl", "points.csv", "summary.csv", "summary.json", "config.json"):
         assert os.path.exists(os.path.join(out, f)), f
-    rows = json.load(open(os.path.join(out, "summary.json")))
+    rows = json.loads(pathlib.Path(os.path.join(out, "summary.json")).read_text())
     assert {r["model"] for r in rows} == {"exact", "cdna3"} and all(r["seeds"] == 2 for r in rows)
     assert {r["builtin"] for r in rows} == {FP8}
     rc = main(["study", "--k", "128", "--model", "exact", "--seeds", "2", "--size", "16", "--out", out,
                "--json", "-q"])
     got = json.loads(capsys.readouterr()[0])
     assert rc == 0 and len(got) == 1 and got[0]["model"] == "exact"
-    assert json.load(open(os.path.join(out, "config.json")))["computed_points"] == 0  # resumed
+    assert json.loads(pathlib.Path(os.path.join(out, "config.json")).read_text())["computed_points"] == 0  # resumed
 
 
 @pytest.mark.parametrize("argv, msg", [

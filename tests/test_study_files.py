@@ -7,6 +7,7 @@ every row again): a kill between the truncation and the last row lost every fini
 from __future__ import annotations
 
 import json
+import pathlib
 import os
 
 import pytest
@@ -57,7 +58,7 @@ def _kill_at_write(monkeypatch, n):
 def test_a_kill_at_any_write_loses_no_finished_point(finished, tmp_path, monkeypatch):
     out = str(tmp_path / "s")
     os.makedirs(out)
-    lines = open(os.path.join(finished.out, "points.jsonl")).read().splitlines()
+    lines = pathlib.Path(os.path.join(finished.out, "points.jsonl")).read_text().splitlines()
     assert len(lines) == 4
     # an interrupted run: the last point lost, and a torn line
     with open(os.path.join(out, "points.jsonl"), "w") as f:
@@ -81,7 +82,7 @@ def test_a_kill_at_any_write_loses_no_finished_point(finished, tmp_path, monkeyp
     assert untimed(st.points) == untimed(finished.points)
     assert untimed(study.load(out).points) == untimed(finished.points)
     for name in ("summary.csv", "summary.json"):
-        assert open(os.path.join(out, name)).read() == open(os.path.join(finished.out, name)).read(), name
+        assert pathlib.Path(os.path.join(out, name)).read_text() == pathlib.Path(os.path.join(finished.out, name)).read_text(), name
 
 
 def test_start_up_never_truncates_the_points_file(finished, tmp_path, monkeypatch):
@@ -89,7 +90,7 @@ def test_start_up_never_truncates_the_points_file(finished, tmp_path, monkeypatc
     tail); whole rewrites go to a temporary file that is renamed over it."""
     out = str(tmp_path / "r")
     os.makedirs(out)
-    src = open(os.path.join(finished.out, "points.jsonl")).read()
+    src = pathlib.Path(os.path.join(finished.out, "points.jsonl")).read_text()
     with open(os.path.join(out, "points.jsonl"), "w") as f:
         f.write(src)
     opened = []
@@ -102,6 +103,6 @@ def test_start_up_never_truncates_the_points_file(finished, tmp_path, monkeypatc
     for mod in (parts, store):
         monkeypatch.setattr(mod, "open", spy, raising=False)
     st = study.run(**SWEEP, out=out)
-    assert json.load(open(os.path.join(out, "config.json")))["computed_points"] == 0
+    assert json.loads(pathlib.Path(os.path.join(out, "config.json")).read_text())["computed_points"] == 0
     assert ("points.jsonl", "w") not in opened and all(not (n == "points.jsonl" and "w" in m) for n, m in opened)
     assert untimed(st.points) == untimed(finished.points)

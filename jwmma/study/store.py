@@ -111,12 +111,18 @@ def read_all(out: str) -> dict:
     return rows
 
 
+def _read_json(path: str):
+    """The JSON document in ``path`` (the file closed before returning)."""
+    with open(path) as f:
+        return json.load(f)
+
+
 def load(out: str) -> Study:
     """A study from a directory written by `run` (points.jsonl, the part files of a sweep over
     several processes, and config.json), points in canonical order."""
     rows, _ = parts.read_rows(out, read_points, point_key)
     cfg_path = os.path.join(out, "config.json")
-    config = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+    config = _read_json(cfg_path) if os.path.exists(cfg_path) else {}
     points = parts.canonical_order(rows.values(), config.get("models", ()))
     return Study(points, aggregate(points), config, out)
 
@@ -230,9 +236,9 @@ def merge(out: str, figures: bool = False, log=None) -> Study:
     rows = read_all(out)
     cfg_path = os.path.join(out, "config.json")
     if os.path.exists(cfg_path):  # written by the last coordinated (or one-process) run
-        config = json.load(open(cfg_path))
+        config = _read_json(cfg_path)
     else:  # shares without a coordinator: the configuration each saved next to its part
-        configs = [json.load(open(p)) for p in parts.part_configs(out)]
+        configs = [_read_json(p) for p in parts.part_configs(out)]
         if any(c != configs[0] for c in configs[1:]):
             raise ValueError(f"the part files in {out}/parts come from different sweeps (their config-*.json "
                              f"differ); merge each sweep in its own directory")
