@@ -3,8 +3,9 @@
 The 11 RDNA4 ``__builtin_amdgcn_swmmac_*_w32`` (gfx1200/1201, wave32), the 14 CDNA4
 ``__builtin_amdgcn_smfmac_*`` (gfx950, wave64), their siblings the 14 CDNA3 SMFMAC (gfx942,
 MI300; ``target="gfx950"`` for the same code on gfx950) and the 11 RDNA4 dense
-``__builtin_amdgcn_wmma_*_w32_gfx12`` are functions of this package, named without the
-``__builtin_amdgcn_`` prefix and taking the HIP arguments in HIP order::
+``__builtin_amdgcn_wmma_*_w32_gfx12``, and the dense MFMA of CDNA3 (18, gfx942) and CDNA4
+(8, gfx950, with the block-scaled ``mfma_scale_f32_*_f8f6f4``) are functions of this package,
+named without the ``__builtin_amdgcn_`` prefix and taking the HIP arguments in HIP order::
 
     d = jwmma.smfmac_f32_16x16x128_fp8_fp8(a, b, c, idx, cbsz=0, abid=0, model="cdna3")
 
@@ -71,9 +72,36 @@ from .engine.builtins import (
     wmma_f32_16x16x16_fp8_bf8_w32_gfx12,
     wmma_f32_16x16x16_bf8_fp8_w32_gfx12,
     wmma_f32_16x16x16_bf8_bf8_w32_gfx12,
+    mfma_f32_32x32x2f32,
+    mfma_f32_16x16x4f32,
+    mfma_f32_32x32x4_xf32,
+    mfma_f32_16x16x8_xf32,
+    mfma_f32_32x32x8f16,
+    mfma_f32_16x16x16f16,
+    mfma_f32_32x32x8bf16_1k,
+    mfma_f32_16x16x16bf16_1k,
+    mfma_i32_32x32x16_i8,
+    mfma_i32_16x16x32_i8,
+    mfma_f32_32x32x16_fp8_fp8,
+    mfma_f32_32x32x16_fp8_bf8,
+    mfma_f32_32x32x16_bf8_fp8,
+    mfma_f32_32x32x16_bf8_bf8,
+    mfma_f32_16x16x32_fp8_fp8,
+    mfma_f32_16x16x32_fp8_bf8,
+    mfma_f32_16x16x32_bf8_fp8,
+    mfma_f32_16x16x32_bf8_bf8,
+    mfma_f32_16x16x32_f16,
+    mfma_f32_32x32x16_f16,
+    mfma_f32_16x16x32_bf16,
+    mfma_f32_32x32x16_bf16,
+    mfma_i32_16x16x64_i8,
+    mfma_i32_32x32x32_i8,
+    mfma_scale_f32_16x16x128_f8f6f4,
+    mfma_scale_f32_32x32x64_f8f6f4,
 )
 from .engine.dot import dot
-from .engine.fragments import pack_a, pack_b, pack_c, pack_index, unpack_a, unpack_b, unpack_c, unpack_index
+from .engine.fragments import (pack_a, pack_b, pack_c, pack_index, pack_scale, unpack_a, unpack_b, unpack_c, unpack_index,
+                               unpack_scale)
 from .engine.index import index_violations
 from .engine.options import Options, PallasOptions
 from .engine.sparsity import compress_2_4, decompress_2_4, prune_2_4
@@ -84,7 +112,7 @@ from .tiled import gemm
 from .quant import matmul
 from .version import __version__
 
-#: the 50 builtin functions, in table order
+#: the 76 builtin functions, in table order
 BUILTIN_FUNCTIONS = (
     "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
     "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
@@ -104,12 +132,20 @@ BUILTIN_FUNCTIONS = (
     "wmma_i32_16x16x32_iu4_w32_gfx12", "wmma_f32_16x16x16_fp8_fp8_w32_gfx12",
     "wmma_f32_16x16x16_fp8_bf8_w32_gfx12", "wmma_f32_16x16x16_bf8_fp8_w32_gfx12",
     "wmma_f32_16x16x16_bf8_bf8_w32_gfx12",
+    "mfma_f32_32x32x2f32", "mfma_f32_16x16x4f32", "mfma_f32_32x32x4_xf32", "mfma_f32_16x16x8_xf32",
+    "mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16", "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k",
+    "mfma_i32_32x32x16_i8", "mfma_i32_16x16x32_i8", "mfma_f32_32x32x16_fp8_fp8", "mfma_f32_32x32x16_fp8_bf8",
+    "mfma_f32_32x32x16_bf8_fp8", "mfma_f32_32x32x16_bf8_bf8", "mfma_f32_16x16x32_fp8_fp8",
+    "mfma_f32_16x16x32_fp8_bf8", "mfma_f32_16x16x32_bf8_fp8", "mfma_f32_16x16x32_bf8_bf8",
+    "mfma_f32_16x16x32_f16", "mfma_f32_32x32x16_f16", "mfma_f32_16x16x32_bf16", "mfma_f32_32x32x16_bf16",
+    "mfma_i32_16x16x64_i8", "mfma_i32_32x32x32_i8", "mfma_scale_f32_16x16x128_f8f6f4",
+    "mfma_scale_f32_32x32x64_f8f6f4",
 )
 
 __all__ = [
     "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "nn", "index_violations",
     "dot", "gemm", "matmul", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
-    "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
+    "pack_scale", "unpack_scale", "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
 

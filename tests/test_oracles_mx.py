@@ -626,10 +626,11 @@ def test_hand_specials_and_signed_zeros():
         assert d({}, {}, 0x7FC00001) == 0x7FC00000  # C NaN, canonical NaN out
         assert d({}, {}, 0xFF800000) == 0xFF800000
         assert dot(_row(32, {3: 0x7F}), _row(32, {3: 0x38}), 0, s, s, "fp8", "fp8", mode) == 0x7FC00000  # E4M3 NaN
-        # all products -0 (-0 * 1) and C = -0: -0 in the product modes; the block modes start
-        # each block sum at +0.0, so -0 + +0 = +0
+        # all products -0 (-0 * 1) and C = -0: -0 in the product FMA chain (IEEE); a fused
+        # group's sum is an integer, +0 (as CDNA3's); the block modes start each block sum at
+        # +0.0, so -0 + +0 = +0
         neg0 = dot([0x80] * 32, [0x38] * 32, 0x80000000, s, s, "fp8", "fp8", mode)
-        assert neg0 == (0x80000000 if mode[0] == "product" else 0), mode
+        assert neg0 == (0x80000000 if mode == ("product", "fma_chain") else 0), mode
         assert dot([0x00] * 32, [0x38] * 32, 0x80000000, s, s, "fp8", "fp8", mode) == 0, mode
         # exact cancellation is +0
         assert dot(_row(32, {0: 0x38, 1: 0xB8}), _row(32, {0: 0x38, 1: 0x38}), 0x80000000, s, s, "fp8", "fp8",

@@ -1,4 +1,4 @@
-"""The 50 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 76 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -18,34 +18,42 @@ import numpy as np
 from jax import lax
 
 from .. import models
+from ..isa import layouts
 from ..isa.conventions import python_signature, roles
 from ..isa.table import BUILTINS, BuiltinSpec, lookup
 from ..keywords import check_keywords, plain_signature
 from ..numerics.rounding import x64_scope
 from . import fragments
-from .index import index_offset, report_violations
+from .index import check_blgp, index_offset, report_violations
 from .options import resolve as resolve_options
 from .step import context, step
-from .validation import as_array, broadcast_batch, check_bool_kw, check_static_bool
+from .validation import as_array, broadcast_batch, check_bool_kw, check_static_bool, check_static_int
 
 __all__ = ["call", "make", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
 
 
 # ------------------------------------------------------------------------------ the kernel
-def _registers(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=True, b_signed=True,
-               clamp=False):
+def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=None, *, s: int, options,
+               a_signed=True, b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0)):
     """One builtin call on validated, broadcast registers (jitted as `run_registers`).
 
     Args:
         spec: the builtin; model: a resolved `Model`; a, b, c: registers (*batch, lanes, n);
-        idx: (*batch, lanes) int32; s: the index set's bit offset; options: resolved
-        `jwmma.Options`; a_signed, b_signed, clamp: the integer modifiers.
+        idx: (*batch, lanes) int32; scale_a, scale_b: (*batch, lanes) scale registers of a
+        block-scaled builtin (else None); s: the index set's bit offset; options: resolved
+        `jwmma.Options`; a_signed, b_signed, clamp: the integer modifiers; blgp: the CDNA3
+        f32 MFMA's B lane pattern; opsel: the scale bytes (scale_a's, scale_b's).
     Returns:
         D registers of c's shape and dtype.
     """
+    if blgp:  # B is read from other lanes (BUILTINS_DENSE.md 3.1)
+        b = b[..., layouts.BLGP_LANES[blgp], :]
     a_lane, b_lane = fragments.regs_to_codes(spec.a, a), fragments.regs_to_codes(spec.b, b)
     a_mat = fragments.lanes_to_matrix(spec.a_layout, (spec.m, spec.kc), a_lane)
     b_mat = fragments.lanes_to_matrix(spec.b_layout, (spec.k, spec.n), b_lane)
+    if spec.scaled:  # every element carries its block's E8M0 scale: element | scale << 8
+        sa, sb = fragments.scale_matrices(spec, scale_a, scale_b, opsel)
+        a_mat, b_mat = a_mat | (sa << 8), b_mat | (sb << 8)
     pos = fragments.positions(spec, idx, s)
     c_mat = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), fragments.regs_to_codes(spec.c, c))
     d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
@@ -56,7 +64,7 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_sig
 
 #: the jitted kernel of every builtin call (also issued per K step by the GEMM register path)
 run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed",
-                                                     "clamp"))
+                                                     "clamp", "blgp", "opsel"))
 
 
 def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
@@ -68,17 +76,17 @@ def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
     return int(max(1, min(waves, budget // per_wave)))
 
 
-def _waves(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=True, b_signed=True,
-           clamp=False):
+def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
+           b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0)):
     """`_registers` on (W, lanes, n) registers, W waves cut into blocks (`wave_block`) run one
     after the other (lax.map): every wave is independent, so no bit changes, and memory is
     the operands, D and one block's working set at any W."""
     w = a.shape[0]
     run = functools.partial(_registers, spec, model, s=s, options=options, a_signed=a_signed, b_signed=b_signed,
-                            clamp=clamp)
+                            clamp=clamp, blgp=blgp, opsel=opsel)
     bw = wave_block(spec, model, context(spec, clamp), options, w)
     if bw >= w:
-        return run(a, b, c, idx)
+        return run(a, b, c, idx, scale_a, scale_b)
     nb = -(-w // bw)
     pad = nb * bw - w
 
@@ -86,23 +94,27 @@ def _waves(spec: BuiltinSpec, model, a, b, c, idx, *, s: int, options, a_signed=
         x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)) if pad else x
         return x.reshape(nb, bw, *x.shape[1:])
 
-    out = lax.map(lambda t: run(*t), (blocks(a), blocks(b), blocks(c), blocks(idx)))
+    out = lax.map(lambda t: run(*t), tuple(blocks(x) for x in (a, b, c, idx, scale_a, scale_b)))
     return out.reshape(nb * bw, *out.shape[2:])[:w]
 
 
 #: a direct builtin call: the kernel over blocks of waves
-run_waves = jax.jit(_waves, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp"))
+run_waves = jax.jit(_waves, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
+                                             "blgp", "opsel"))
 
 
 def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
-         check=False, options=None, backend=None):
+         check=False, options=None, backend=None, blgp=0, scales=(None, None), opsel=(0, 0)):
     """Validate the operands of ``spec`` and run it: what every builtin function does.
 
     Args:
         spec: the builtin; a, b, c: registers; idx: the index registers (None for a dense
         builtin); s: the index set's bit offset; a_signed, b_signed, clamp: static integer modifiers; model: a model name,
         text or object (None: the row's default); check: report undefined index pairs;
-        options, backend: execution options (`jwmma.Options`).
+        options, backend: execution options (`jwmma.Options`); blgp: the CDNA3 f32 MFMA's B
+        lane pattern (checked); scales: a block-scaled builtin's (scale_a, scale_b) registers
+        (*batch, lanes) int32, None for no scaling (every byte 127, factor 1); opsel: their
+        bytes (checked).
     Returns:
         D registers, c's shape (after broadcasting) and dtype.
     """
@@ -115,21 +127,28 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         idx = jnp.zeros((spec.lanes,), jnp.int32)
     else:
         idx = fragments.check_index(spec, as_array(idx, what), what)
+    blgp = check_blgp(spec, blgp)
+    if spec.scaled:
+        opsel = tuple(check_static_int(v, f"opsel_{w}", 0, 3) for v, w in zip(opsel, "ab"))
+        scales = [fragments.check_scale_register(spec, x, f"scale_{w}") for x, w in zip(scales, "ab")]
+    else:  # the other builtins have none: fixed zero words keep one kernel signature
+        scales = [jnp.zeros((spec.lanes,), jnp.int32)] * 2
     m = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
     c_dtype = c.dtype
     # registers move as integer words (broadcast, padded into wave blocks, sliced): XLA may copy
     # floats through float32 and change their bits (docs/ARCHITECTURE.md, "Same bits on every device")
     a, b, c = (fragments.register_words(jnp.asarray(x)) for x in (a, b, c))
-    (a, b, c, idx), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1))
+    (a, b, c, idx, sa, sb), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1), (scales[0], 1), (scales[1], 1))
     if check:
         report_violations(spec, idx, s)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(c.shape, c_dtype)
     w = int(np.prod(batch, dtype=np.int64))
-    flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx)]
+    flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx, sa, sb)]
     with x64_scope():
-        d = run_waves(spec, m, *flat, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+        d = run_waves(spec, m, *flat, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
+                      blgp=blgp, opsel=opsel)
     d = d.reshape(batch + d.shape[1:])
     return d if d.dtype == c_dtype else lax.bitcast_convert_type(d, c_dtype)
 
@@ -141,12 +160,16 @@ def _hip_call(spec: BuiltinSpec, arguments: dict):
     r = roles(conv, arguments)
     if "target" in r:
         spec = lookup(spec.name, r["target"])
+    if spec.scaled:  # the formats pick the row as decoded for them (registers, layouts)
+        spec = lookup(spec.name, spec.target, (r["fmt_a"], r["fmt_b"]))
     a_signed = check_static_bool(r.get("a_signed", True), conv.name_of("a_signed", "a_neg"))
     b_signed = check_static_bool(r.get("b_signed", True), conv.name_of("b_signed", "b_neg"))
     clamp = check_static_bool(r.get("clamp", False), "clamp")
     s = index_offset(spec, r.get("cbsz", 0), r.get("abid", 0), r.get("index_key", 0))
     return call(spec, r["a"], r["b"], r["c"], r.get("index"), s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
-                model=r["model"], check=r["check"], options=r["options"], backend=r["backend"])
+                model=r["model"], check=r["check"], options=r["options"], backend=r["backend"],
+                blgp=r.get("blgp", 0), scales=(r.get("scale_a"), r.get("scale_b")),
+                opsel=(r.get("opsel_a", 0), r.get("opsel_b", 0)))
 
 
 def _doc(spec: BuiltinSpec) -> str:
@@ -244,6 +267,34 @@ wmma_f32_16x16x16_fp8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_fp8_w32_gfx12"
 wmma_f32_16x16x16_fp8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_bf8_w32_gfx12")
 wmma_f32_16x16x16_bf8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_fp8_w32_gfx12")
 wmma_f32_16x16x16_bf8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_bf8_w32_gfx12")
+# CDNA3 dense MFMA (gfx942; gfx950 with target='gfx950', except xf32)
+mfma_f32_32x32x2f32 = make("mfma_f32_32x32x2f32")
+mfma_f32_16x16x4f32 = make("mfma_f32_16x16x4f32")
+mfma_f32_32x32x4_xf32 = make("mfma_f32_32x32x4_xf32")
+mfma_f32_16x16x8_xf32 = make("mfma_f32_16x16x8_xf32")
+mfma_f32_32x32x8f16 = make("mfma_f32_32x32x8f16")
+mfma_f32_16x16x16f16 = make("mfma_f32_16x16x16f16")
+mfma_f32_32x32x8bf16_1k = make("mfma_f32_32x32x8bf16_1k")
+mfma_f32_16x16x16bf16_1k = make("mfma_f32_16x16x16bf16_1k")
+mfma_i32_32x32x16_i8 = make("mfma_i32_32x32x16_i8")
+mfma_i32_16x16x32_i8 = make("mfma_i32_16x16x32_i8")
+mfma_f32_32x32x16_fp8_fp8 = make("mfma_f32_32x32x16_fp8_fp8")
+mfma_f32_32x32x16_fp8_bf8 = make("mfma_f32_32x32x16_fp8_bf8")
+mfma_f32_32x32x16_bf8_fp8 = make("mfma_f32_32x32x16_bf8_fp8")
+mfma_f32_32x32x16_bf8_bf8 = make("mfma_f32_32x32x16_bf8_bf8")
+mfma_f32_16x16x32_fp8_fp8 = make("mfma_f32_16x16x32_fp8_fp8")
+mfma_f32_16x16x32_fp8_bf8 = make("mfma_f32_16x16x32_fp8_bf8")
+mfma_f32_16x16x32_bf8_fp8 = make("mfma_f32_16x16x32_bf8_fp8")
+mfma_f32_16x16x32_bf8_bf8 = make("mfma_f32_16x16x32_bf8_bf8")
+# CDNA4 (gfx950) dense MFMA and the block-scaled f8f6f4
+mfma_f32_16x16x32_f16 = make("mfma_f32_16x16x32_f16")
+mfma_f32_32x32x16_f16 = make("mfma_f32_32x32x16_f16")
+mfma_f32_16x16x32_bf16 = make("mfma_f32_16x16x32_bf16")
+mfma_f32_32x32x16_bf16 = make("mfma_f32_32x32x16_bf16")
+mfma_i32_16x16x64_i8 = make("mfma_i32_16x16x64_i8")
+mfma_i32_32x32x32_i8 = make("mfma_i32_32x32x32_i8")
+mfma_scale_f32_16x16x128_f8f6f4 = make("mfma_scale_f32_16x16x128_f8f6f4")
+mfma_scale_f32_32x32x64_f8f6f4 = make("mfma_scale_f32_32x32x64_f8f6f4")
 
 #: name -> builtin function, in table order (a test checks it against `BUILTINS`)
 FUNCTIONS = {name: globals()[name] for name in BUILTINS}

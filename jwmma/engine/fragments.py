@@ -12,21 +12,23 @@ Between the two sit element *codes*, int32 bit patterns (integer values for i32)
 from __future__ import annotations
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from jax import lax
 
 from ..isa import layouts
-from ..isa.table import BuiltinSpec, Operand, lookup
+from ..isa.table import SCALE_FORMATS, BuiltinSpec, Operand, lookup
 from ..isa.types import element_type
 from ..keywords import strict_keywords
 from .registers import (codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute,  # re-exported
                         register_words, regs_to_codes)
-from .validation import as_array, check_bool_kw, check_last_dims, check_static_int, check_values
+from .validation import as_array, check_bool_kw, check_last_dims, check_static_int, check_values, is_concrete
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "register_words", "regs_to_codes", "codes_to_regs", "value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values",
     "lanes_to_matrix", "matrix_to_lanes", "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
+    "format_code", "scale_matrices", "check_scale_register", "scale_codes", "pack_scale", "unpack_scale",
 ]
 
 
@@ -84,11 +86,9 @@ def to_codes(type_name: str, x) -> jnp.ndarray:
     integers: the values; traced unchecked integers keep their low 32 bits). Floats may also
     come as their bit patterns (unsigned ints of the format's width, `storage_bits`)."""
     t = element_type(type_name)
-    x = jnp.asarray(x)
     if t.is_float and np.dtype(x.dtype) == t.format.dtype:
-        width = {4: jnp.int32, 2: jnp.uint16, 1: jnp.uint8}[t.format.dtype.itemsize]
-        return lax.bitcast_convert_type(x, width).astype(jnp.int32)
-    return x.astype(jnp.int32)
+        x = storage_bits(x)
+    return jnp.asarray(x).astype(jnp.int32)
 
 
 def storage_bits(x):
@@ -102,6 +102,15 @@ def storage_bits(x):
     width = np.dtype(f"u{d.itemsize}")
     if isinstance(x, np.ndarray):
         return x.view(width)
+    bits = ml_dtypes.finfo(d).bits
+    if bits == 4:  # JAX holds float4 as 4-bit elements: its bit cast goes to uint4
+        return lax.bitcast_convert_type(x, jnp.uint4).astype(jnp.uint8)
+    if bits == 6:  # JAX has no 6-bit integer to cast a float6 array to: read it on the host
+        if not is_concrete(x):
+            raise TypeError(f"a traced {d.name} array cannot be read as bits inside jit (JAX has no 6-bit "
+                            f"integer type); pass its codes as uint8 with the format named (fmt_a=/fmt_b=), or a "
+                            f"numpy array")
+        return jnp.asarray(np.asarray(x).view(width))
     return lax.bitcast_convert_type(x, width)
 
 
@@ -118,6 +127,14 @@ def codes_to_values(type_name: str, codes, signed: bool = True) -> jnp.ndarray:
     if t.is_float:
         if want.itemsize == 4:
             return lax.bitcast_convert_type(codes.astype(jnp.int32), jnp.float32)
+        bits = ml_dtypes.finfo(want).bits
+        if bits == 4:  # JAX's float4 is 4 bits wide: cast from uint4
+            return lax.bitcast_convert_type(codes.astype(jnp.uint4), want)
+        if bits == 6:  # no 6-bit integer in JAX to cast from: the values are built on the host
+            if not is_concrete(codes):
+                raise TypeError(f"{want.name} values cannot be made inside jit (JAX has no 6-bit integer type); "
+                                f"unpack them outside jit, or read the codes")
+            return np.asarray(codes).astype(np.uint8).view(want)
         width = jnp.uint16 if want.itemsize == 2 else jnp.uint8
         return lax.bitcast_convert_type(codes.astype(width), want)
     fmt = t.int_format(signed)
@@ -139,12 +156,39 @@ def _parts(spec: BuiltinSpec, which: str):
     return getattr(spec, which), getattr(spec, f"{which}_layout"), shape, getattr(spec, f"{which}_type")
 
 
-def _pack(name: str, which: str, x, check: bool = False, target: str | None = None) -> jnp.ndarray:
+def format_code(dtype, what: str) -> int:
+    """The block-scaled MFMA's format code (`jwmma.isa.table.SCALE_FORMATS`) of values of
+    ``dtype``: float8_e4m3fn 0, float8_e5m2 1, float6_e2m3fn 2, float6_e3m2fn 3,
+    float4_e2m1fn 4; TypeError naming ``what`` otherwise."""
+    want = {np.dtype(element_type(t).format.dtype): c for c, t in SCALE_FORMATS.items()}
+    d = np.dtype(dtype)
+    if d not in want:
+        names = ", ".join(f"{k.name} ({c})" for k, c in want.items())
+        raise TypeError(f"{what} of a block-scaled MFMA must hold one of {names} (ml_dtypes), got {d}; convert "
+                        f"it first, e.g. jwmma.numerics.cast(x, ml_dtypes.float4_e2m1fn)")
+    return want[d]
+
+
+def _fmt(spec: BuiltinSpec, which: str, fmt, x=None) -> BuiltinSpec:
+    """A scaled row as decoded for operand ``which``'s format: ``fmt`` (a code), else the
+    format of ``x``'s dtype, else the row's own (fp8). Other rows: ``fmt`` must be None."""
+    if not spec.scaled:
+        if fmt is not None:
+            raise ValueError(f"fmt applies to the block-scaled builtins (mfma_scale_*); {spec.name} takes none")
+        return spec
+    if fmt is None:
+        fmt = format_code(x.dtype, _MATRIX[which][0]) if x is not None else spec.fmt_codes[0 if which == "a" else 1]
+    other = spec.fmt_codes[1 if which == "a" else 0]
+    return lookup(spec.name, spec.target, (fmt, other) if which == "a" else (other, fmt))
+
+
+def _pack(name: str, which: str, x, check: bool = False, target: str | None = None, fmt=None) -> jnp.ndarray:
     check = check_bool_kw(check, "check")
     spec = lookup(name, target)
-    op, layout, shape, t = _parts(spec, which)
     what, form = _MATRIX[which]
     x = as_array(x, what)
+    spec = _fmt(spec, which, fmt, x if which != "c" else None)
+    op, layout, shape, t = _parts(spec, which)
     check_last_dims(x, shape, what, form)
     codes = value_codes(t, x, what, check=check)
     if op.elem_bits < 32:
@@ -152,15 +196,15 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
     return codes_to_regs(op, matrix_to_lanes(layout, codes))
 
 
-def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None) -> jnp.ndarray:
-    spec = lookup(name, target)
+def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None, fmt=None) -> jnp.ndarray:
+    spec = _fmt(lookup(name, target), which, fmt)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
     return codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
 
 
 @strict_keywords
-def pack_a(name: str, a_comp, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
+def pack_a(name: str, a_comp, *, check: bool = False, target: str | None = None, fmt: int | None = None) -> jnp.ndarray:
     """Compressed A -> registers.
 
     Args:
@@ -171,14 +215,17 @@ def pack_a(name: str, a_comp, *, check: bool = False, target: str | None = None)
             (v mod 2**bits, two's complement), as the register holds them.
         target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
             default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
+        fmt: a block-scaled MFMA's format code for A (0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4;
+            None: the values' dtype says); other builtins take None.
     Returns:
         (*batch, lanes, n_a) registers of the builtin's A dtype.
     """
-    return _pack(name, "a", a_comp, check, target)
+    return _pack(name, "a", a_comp, check, target, fmt)
 
 
 @strict_keywords
-def unpack_a(name: str, regs, *, signed: bool = True, target: str | None = None) -> jnp.ndarray:
+def unpack_a(name: str, regs, *, signed: bool = True, target: str | None = None,
+             fmt: int | None = None) -> jnp.ndarray:
     """Registers -> compressed A.
 
     Args:
@@ -189,11 +236,11 @@ def unpack_a(name: str, regs, *, signed: bool = True, target: str | None = None)
     Returns:
         (*batch, M, Kc) logical values.
     """
-    return _unpack(name, "a", regs, signed, target)
+    return _unpack(name, "a", regs, signed, target, fmt)
 
 
 @strict_keywords
-def pack_b(name: str, b, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
+def pack_b(name: str, b, *, check: bool = False, target: str | None = None, fmt: int | None = None) -> jnp.ndarray:
     """Dense B -> registers.
 
     Args:
@@ -206,11 +253,12 @@ def pack_b(name: str, b, *, check: bool = False, target: str | None = None) -> j
     Returns:
         (*batch, lanes, n_b) registers.
     """
-    return _pack(name, "b", b, check, target)
+    return _pack(name, "b", b, check, target, fmt)
 
 
 @strict_keywords
-def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None) -> jnp.ndarray:
+def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None,
+             fmt: int | None = None) -> jnp.ndarray:
     """Registers -> dense B.
 
     Args:
@@ -221,7 +269,7 @@ def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None)
     Returns:
         (*batch, K, N) logical values.
     """
-    return _unpack(name, "b", regs, signed, target)
+    return _unpack(name, "b", regs, signed, target, fmt)
 
 
 @strict_keywords
@@ -322,6 +370,107 @@ def positions(spec: BuiltinSpec, idx, s: int) -> jnp.ndarray:
     picked = words[..., lane_of.reshape(-1)].reshape(*idx.shape[:-1], spec.m, spec.kc)
     shift = jnp.asarray((s + 2 * e_of).astype(np.uint32))
     return ((picked >> shift) & 3).astype(jnp.int32)
+
+
+# ------------------------------------------------------------------------------ block scales
+_UNSCALED = 0x7F7F7F7F  # E8M0 127 in every byte: factor 1
+
+
+def _scale_shape(spec: BuiltinSpec, which: str):
+    blocks = spec.k // spec.scale_block
+    return (spec.m, blocks) if which == "a" else (blocks, spec.n)
+
+
+def scale_matrices(spec: BuiltinSpec, scale_a, scale_b, opsel: tuple):
+    """Scale registers (*batch, lanes) -> the E8M0 code of every A element (*batch, M, K)
+    and B element (*batch, K, N): the byte ``opsel`` of the lane that holds its row's
+    (column's) scale for its K block (BUILTINS_DENSE.md 5.3; static gathers)."""
+    lanes = layouts.scale_lanes(spec.m, spec.k, spec.scale_block)  # (M, K/32)
+    sa = _scale_bytes(scale_a, opsel[0])[..., lanes]
+    sb = jnp.swapaxes(_scale_bytes(scale_b, opsel[1])[..., layouts.scale_lanes(spec.n, spec.k, spec.scale_block)],
+                      -1, -2)
+    return jnp.repeat(sa, spec.scale_block, axis=-1), jnp.repeat(sb, spec.scale_block, axis=-2)
+
+
+def _scale_bytes(regs, opsel: int):
+    words = lax.bitcast_convert_type(jnp.asarray(regs).astype(jnp.int32), jnp.uint32)
+    return ((words >> (8 * opsel)) & 0xFF).astype(jnp.int32)
+
+
+def check_scale_register(spec: BuiltinSpec, regs, what: str):
+    """A scale operand as (*batch, lanes) int32: None is no scaling (127 in every byte,
+    factor 1: the unscaled instruction); int32/uint32 words; TypeError/ValueError naming
+    ``what`` otherwise."""
+    if regs is None:
+        return jnp.full((spec.lanes,), _UNSCALED, jnp.int32)
+    regs = as_array(regs, what)
+    if regs.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
+        raise TypeError(f"{what} for {spec.name} must be int32 (one word per lane, its bytes E8M0 scales), got "
+                        f"{regs.dtype}; build it with jwmma.pack_scale")
+    if regs.ndim < 1 or regs.shape[-1] != spec.lanes:
+        raise ValueError(f"{what} for {spec.name} must have shape (*batch, {spec.lanes}), got {tuple(regs.shape)}")
+    return lax.bitcast_convert_type(jnp.asarray(regs), jnp.int32) if regs.dtype == np.uint32 else regs
+
+
+def scale_codes(x, what: str):
+    """E8M0 scale values -> int32 codes 0..255: uint8 codes, or ml_dtypes.float8_e8m0fnu (its
+    bits); other integer dtypes must hold 0..255; TypeError/ValueError naming ``what``."""
+    x = as_array(x, what)
+    d = np.dtype(x.dtype)
+    if d.name == "float8_e8m0fnu":
+        return storage_bits(x).astype(jnp.int32) if not isinstance(x, np.ndarray) else \
+            x.view(np.uint8).astype(np.int32)
+    if not jnp.issubdtype(d, jnp.integer):
+        raise TypeError(f"{what} must hold E8M0 scale codes (uint8 0..255, or ml_dtypes.float8_e8m0fnu), got {d}")
+    check_values(x, 0, 255, what, False)
+    return jnp.asarray(x).astype(jnp.int32) if not isinstance(x, np.ndarray) else x.astype(np.int32)
+
+
+@strict_keywords
+def pack_scale(name: str, scales, which: str = "a", *, opsel: int = 0) -> jnp.ndarray:
+    """E8M0 block scales -> a block-scaled MFMA's scale register.
+
+    Args:
+        name: a block-scaled builtin (mfma_scale_*); scales: A's (*batch, M, K/32) (row i,
+            K block kb) or B's (*batch, K/32, N) E8M0 codes (uint8, or
+            ml_dtypes.float8_e8m0fnu); which: 'a' or 'b'; opsel: the byte (0..3) to fill.
+    Returns:
+        (*batch, 64) int32: lane M*kb + i (N*kb + j) holds the scale in byte ``opsel``, the
+        other bytes are zero (BUILTINS_DENSE.md 5.3).
+    """
+    spec = lookup(name)
+    if not spec.scaled:
+        raise ValueError(f"{spec.name} takes no scales (block-scaled builtins: mfma_scale_*)")
+    if which not in ("a", "b"):
+        raise ValueError(f"which must be 'a' or 'b', got {which!r}")
+    opsel = check_static_int(opsel, "opsel", 0, 3)
+    shape = _scale_shape(spec, which)
+    form = "(*batch, M, K/32)" if which == "a" else "(*batch, K/32, N)"
+    x = as_array(scales, "scales")
+    check_last_dims(x, shape, "scales", form)
+    codes = jnp.asarray(scale_codes(x, "scales"))
+    if which == "b":
+        codes = jnp.swapaxes(codes, -1, -2)  # (*batch, N, K/32): like A's rows
+    lanes = layouts.scale_lanes(codes.shape[-2], spec.k, spec.scale_block)
+    flat = jnp.zeros((*codes.shape[:-2], spec.lanes), jnp.uint32)
+    flat = flat.at[..., lanes.reshape(-1)].set(codes.reshape(*codes.shape[:-2], -1).astype(jnp.uint32) << (8 * opsel))
+    return lax.bitcast_convert_type(flat, jnp.int32)
+
+
+@strict_keywords
+def unpack_scale(name: str, regs, which: str = "a", *, opsel: int = 0) -> jnp.ndarray:
+    """Inverse of `pack_scale`: (*batch, 64) scale registers -> A's (*batch, M, K/32) or B's
+    (*batch, K/32, N) E8M0 codes (uint8) read from byte ``opsel``."""
+    spec = lookup(name)
+    if not spec.scaled:
+        raise ValueError(f"{spec.name} takes no scales (block-scaled builtins: mfma_scale_*)")
+    if which not in ("a", "b"):
+        raise ValueError(f"which must be 'a' or 'b', got {which!r}")
+    opsel = check_static_int(opsel, "opsel", 0, 3)
+    regs = check_scale_register(spec, regs, "regs")
+    lanes = layouts.scale_lanes(spec.m, spec.k, spec.scale_block)
+    out = _scale_bytes(regs, opsel)[..., lanes]
+    return (out if which == "a" else jnp.swapaxes(out, -1, -2)).astype(jnp.uint8)
 
 
 # ------------------------------------------------------------------------------ validation

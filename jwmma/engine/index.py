@@ -13,7 +13,7 @@ from ..keywords import strict_keywords
 from . import fragments
 from .validation import as_array, check_static_int, fail_if
 
-__all__ = ["index_offset", "index_violations", "violations", "report_violations"]
+__all__ = ["index_offset", "check_blgp", "index_violations", "violations", "report_violations"]
 
 _RULE_TEXT = {"increasing": "index0 < index1 (CDNA ISA restriction)", "distinct": "two different positions (2:4 rule)"}
 
@@ -35,10 +35,33 @@ def index_offset(spec: BuiltinSpec, cbsz=0, abid=0, index_key=0) -> int:
         return spec.index_sets[abid % spec.n_sets] if cbsz % 4 == 0 else 0
     if rule.selector == "none":
         for what, v in (("cbsz", cbsz), ("abid", abid), ("index_key", index_key)):
-            check_static_int(v, what, 0, 0)
+            if spec.scaled or v == 0 or (what == "index_key" and "index_key" not in _keywords(spec)):
+                check_static_int(v, what, 0, 0)
+                continue
+            check_static_int(v, what, -2**31, 2**31)  # the type first
+            why = ("single-block MFMA: CBSZ/ABID broadcast A blocks of the multi-block forms "
+                   "(docs/spec/BUILTINS_DENSE.md 3)" if what != "index_key" else "a dense builtin has no index")
+            raise ValueError(f"{what} must be 0 for {spec.name} ({why}), got {v}")
         return 0
     index_key = check_static_int(index_key, "index_key", 0, spec.n_sets - 1)
     return spec.index_sets[index_key]
+
+
+def _keywords(spec: BuiltinSpec):
+    return [p.name for p in (*spec.convention.params, *spec.convention.keywords)]
+
+
+def check_blgp(spec: BuiltinSpec, blgp) -> int:
+    """The blgp of a dense MFMA call as a static int: 0..7 where the row swizzles B's lanes
+    (the CDNA3 f32 forms), 0 elsewhere (BUILTINS_DENSE.md 3); builtins without the argument
+    pass 0."""
+    if spec.blgp == "swizzle":
+        return check_static_int(blgp, "blgp", 0, 7)
+    if blgp != 0 or isinstance(blgp, bool) or not isinstance(blgp, (int, np.integer)):
+        check_static_int(blgp, "blgp", -2**31, 2**31)  # the type first
+        raise ValueError(f"blgp must be 0 for {spec.name} (B lane patterns exist on the CDNA3 f32 MFMA only; "
+                         f"the calculator rejects them here, docs/spec/BUILTINS_DENSE.md 3), got {blgp}")
+    return 0
 
 
 def violations(spec: BuiltinSpec, idx, s: int):

@@ -9,6 +9,8 @@ reshapes/transposes when a layout only moves index bits (every row's does), gath
 """
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -45,10 +47,41 @@ def regs_to_codes(op: Operand, regs) -> jnp.ndarray:
     if not op.packed:
         return lax.bitcast_convert_type(regs, jnp.uint16).astype(jnp.int32)
     words = lax.bitcast_convert_type(regs, jnp.uint32) if regs.dtype != jnp.uint32 else regs
+    if 32 % op.elem_bits:  # 6-bit elements: one little-endian bit string, fields may straddle words
+        return _string_to_codes(op, words)
     per = 32 // op.elem_bits
     shifts = jnp.arange(per, dtype=jnp.uint32) * op.elem_bits
     codes = ((words[..., None] >> shifts) & ((1 << op.elem_bits) - 1)).astype(jnp.int32)
     return codes.reshape(*words.shape[:-1], words.shape[-1] * per)[..., : op.elems]
+
+
+def _fields(op: Operand):
+    """(word, bit offset) of every element of a bit-string operand (element e at bits
+    w*e .. w*e + w - 1 of the words taken little-endian, BUILTINS_DENSE.md 5.2)."""
+    start = np.arange(op.elems) * op.elem_bits
+    return start // 32, start % 32
+
+
+def _string_to_codes(op: Operand, words):
+    w0, off = _fields(op)
+    nxt = np.minimum(w0 + 1, op.n - 1)
+    lo = words[..., w0] >> off.astype(np.uint32)
+    spill = off + op.elem_bits > 32  # the field continues in the next word
+    hi = jnp.where(spill, words[..., nxt] << np.where(spill, 32 - off, 0).astype(np.uint32), 0)
+    return ((lo | hi) & ((1 << op.elem_bits) - 1)).astype(jnp.int32)
+
+
+def _codes_to_string(op: Operand, codes):
+    """Inverse of `_string_to_codes`: (..., elems) codes -> (..., n) uint32 words."""
+    w0, off = _fields(op)
+    codes = (codes.astype(jnp.int32) & ((1 << op.elem_bits) - 1)).astype(jnp.uint32)
+    words = []
+    for j in range(op.n):
+        parts = [codes[..., e] << int(off[e]) for e in range(op.elems) if w0[e] == j]
+        parts += [codes[..., e] >> int(32 - off[e]) for e in range(op.elems)
+                  if w0[e] == j - 1 and off[e] + op.elem_bits > 32]
+        words.append(functools.reduce(jnp.bitwise_or, parts) if parts else jnp.zeros(codes.shape[:-1], jnp.uint32))
+    return jnp.stack(words, -1)
 
 
 def codes_to_regs(op: Operand, codes, dtype=None) -> jnp.ndarray:
@@ -66,6 +99,9 @@ def codes_to_regs(op: Operand, codes, dtype=None) -> jnp.ndarray:
         return codes if dtype == np.int32 else lax.bitcast_convert_type(codes, dtype)
     if not op.packed:
         return lax.bitcast_convert_type(codes.astype(jnp.uint16), dtype)
+    if 32 % op.elem_bits:
+        words = _codes_to_string(op, codes)
+        return words if dtype == np.uint32 else lax.bitcast_convert_type(words, dtype)
     per = 32 // op.elem_bits
     codes = codes.astype(jnp.int32) & ((1 << op.elem_bits) - 1)
     pad = op.n * per - op.elems

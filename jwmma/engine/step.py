@@ -14,6 +14,7 @@ hardware steps through them, and need no dense case of their own.
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from ..isa.table import BuiltinSpec
@@ -21,21 +22,29 @@ from ..isa.types import element_type
 from ..models.base import Context
 from ..numerics.formats import decode, decode_int, pack_fields, unpack_fields
 
-__all__ = ["context", "decode_operand", "select_rows", "selector", "dense_as_sparse", "step"]
+__all__ = ["context", "decode_operand", "split_scaled", "select_rows", "selector", "dense_as_sparse", "step"]
 
 
 def context(spec: BuiltinSpec, clamp: bool = False) -> Context:
     """The model `Context` of a builtin (its operand formats) with the clamp modifier."""
-    return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch, spec.chain_order)
+    return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch, spec.chain_order,
+                   spec.scale_block)
 
 
 def decode_operand(type_name: str, codes, signed: bool = True):
     """int32 codes of element type ``type_name`` -> decoded `Fields` (floats) or sign/zero-
-    extended int32 values (integers, read with ``signed``)."""
+    extended int32 values (integers, read with ``signed``). xf32 codes are float32 bits the
+    unit reads the top 19 of (`jwmma.isa.types.ElementType.read_shift`)."""
     t = element_type(type_name)
     if t.is_float:
-        return decode(t.format, codes)
+        return decode(t.format, codes >> t.read_shift if t.read_shift else codes)
     return decode_int(t.int_format(signed), codes)
+
+
+def split_scaled(codes):
+    """A block-scaled operand's codes -> (element codes, E8M0 scale codes): its code is
+    ``element | scale << 8`` (docs/ARCHITECTURE.md, "Block-scaled operands")."""
+    return codes & 0xFF, (codes >> 8) & 0xFF
 
 
 def select_rows(b, pos):
@@ -62,6 +71,8 @@ def selector(fmt):
     travels on its own (cheaper than rebuilding it)."""
     if fmt is None:
         return select_rows
+    if fmt.mbits > 11:  # f32 significands do not fit the packed word: gather the fields one by one
+        return lambda b, pos: jax.tree_util.tree_map(lambda t: select_rows(t, pos), b)
 
     def select(b, pos):
         b_sel = unpack_fields(fmt, select_rows(pack_fields(b), pos))
@@ -93,7 +104,8 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signe
     Args:
         spec: the builtin; model: a resolved `Model`; a_codes: (..., M, Kc) int32 element
         codes; pos: (..., M, Kc) ints 0..3 (ignored by dense builtins, whose A is
-        (..., M, K)); b_codes: (..., Kd, N); c: (..., M, N) accumulator
+        (..., M, K); block-scaled builtins' codes are ``element | scale << 8``,
+        `split_scaled`); b_codes: (..., Kd, N); c: (..., M, N) accumulator
         bit patterns (floats) or int32 values; options: resolved `jwmma.Options`;
         a_signed, b_signed, clamp: the integer modifiers.
     Returns:
@@ -101,6 +113,10 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signe
         `x64_scope()`.
     """
     ctx = context(spec, clamp)
+    if spec.scaled:  # elements and their block scales, A (..., M, K) and B (..., K, N) as they are
+        (a_el, sa), (b_el, sb) = split_scaled(a_codes), split_scaled(b_codes)
+        return model.scaled_instruction(ctx, decode_operand(spec.a_type, a_el), sa, decode_operand(spec.b_type, b_el),
+                                        sb, c, options)
     if spec.dense:
         pos, b_codes = dense_as_sparse(a_codes, b_codes)
     a = decode_operand(spec.a_type, a_codes, a_signed)

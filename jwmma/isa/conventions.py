@@ -3,7 +3,8 @@ and 2.1, API.md section 1).
 
 A convention is the builtin's argument list in HIP order, each argument with its *role* (the
 operand or modifier it is: 'a', 'b', 'c', 'index', 'a_signed', 'b_signed', 'clamp', 'cbsz',
-'abid'), plus the Python-only keywords (RDNA4's ``index_key``; the CDNA3 SMFMAC's ``target``,
+'abid', 'blgp', 'fmt_a', 'fmt_b', 'opsel_a', 'scale_a', 'opsel_b',
+'scale_b'), plus the Python-only keywords (RDNA4's ``index_key``; the CDNA3 SMFMAC's ``target``,
 which picks the fp8/bf8 decoding of the chip the code runs on). From it follow the HIP
 prototype text (`signature`), the Python signature of the builtin functions
 (`python_signature`), the adapter from bound arguments to roles (`roles`) and back to HIP
@@ -81,6 +82,26 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
                "the code runs on; cbsz must be 0..3 and abid 0..sets-1."),
     Convention("wmma", (Param("a", "a"), Param("b", "b"), Param("c", "c"))),
+    # dense CDNA MFMA (BUILTINS_DENSE.md 1, 3): single-block forms take cbsz = abid = 0; blgp
+    # swizzles B's lanes on the two f32 forms and must be 0 elsewhere
+    Convention("mfma_cdna3", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
+                              Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
+               (Param("target", "target", "gfx942"),),
+               "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
+               "the code runs on; cbsz and abid must be 0 (single-block); blgp 0..7 permutes B's lanes on "
+               "the f32 forms and must be 0 on the others."),
+    Convention("mfma", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
+                        Param("abid", "abid", 0), Param("blgp", "blgp", 0)), (),
+               "cbsz, abid and blgp must be 0 (no source gives them a meaning on these forms)."),
+    # gfx950 block-scaled MFMA (BUILTINS_DENSE.md 5): cbsz/blgp carry A's and B's formats
+    Convention("mfma_scale", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("fmt_a", "fmt_a", 0),
+                              Param("fmt_b", "fmt_b", 0), Param("opsel_a", "opsel_a", 0),
+                              Param("scale_a", "scale_a", None), Param("opsel_b", "opsel_b", 0),
+                              Param("scale_b", "scale_b", None)), (),
+               "fmt_a/fmt_b: 0 FP8 E4M3, 1 BF8 E5M2, 2 FP6 E2M3, 3 BF6 E3M2, 4 FP4 E2M1 (A and B registers "
+               "hold 32 elements of that format, packed little-endian); scale_a/scale_b: one int32 per "
+               "lane whose byte opsel_a/opsel_b (0..3) is an E8M0 block scale (2**(s-127), 0xFF NaN); "
+               "None: no scaling (factor 1: what LLVM compiles a literal scale of 0 to)."),
     Convention("wmma_iu", (Param("a_sign", "a_signed"), Param("a", "a"), Param("b_sign", "b_signed"),
                            Param("b", "b"), Param("c", "c"), Param("clamp", "clamp")), (),
                "a_sign/b_sign true = signed operand; clamp saturates the i32 result (default model: after "
@@ -91,7 +112,9 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
 ENGINE_KEYWORDS = (("model", None), ("check", False), ("options", None), ("backend", None))
 
 #: what a role is called in the HIP prototype when it is not a register operand
-_C_TYPES = {"target": "str", "index": "int", "a_signed": "bool", "b_signed": "bool", "clamp": "bool", "cbsz": "int", "abid": "int"}
+_C_TYPES = {"target": "str", "index": "int", "a_signed": "bool", "b_signed": "bool", "clamp": "bool", "cbsz": "int",
+            "abid": "int", "blgp": "int", "fmt_a": "int", "fmt_b": "int", "opsel_a": "int", "opsel_b": "int",
+            "scale_a": "int", "scale_b": "int"}
 
 
 def signature(spec) -> str:
@@ -104,7 +127,8 @@ def signature(spec) -> str:
         v8float C, int index)'``.
     """
     def vec(op):
-        return op.storage.hip if op.n == 1 else f"v{op.n}{op.storage.hip}"
+        n = op.n // op.storage.words
+        return op.storage.hip if n == 1 else f"v{n}{op.storage.hip}"
 
     ops = {"a": spec.a, "b": spec.b, "c": spec.c}
     args = []
@@ -151,18 +175,20 @@ def roles(conv: Convention, arguments: dict) -> dict:
 
 
 def hip_args(conv: Convention, a, b, c, index=None, *, a_signed=True, b_signed=True, clamp=False, cbsz=0,
-             abid=0) -> tuple:
+             abid=0, blgp=0, fmt_a=0, fmt_b=0, opsel_a=0, scale_a=None, opsel_b=0, scale_b=None) -> tuple:
     """The positional HIP arguments of a call, in the convention's order.
 
     Args:
         conv: the builtin's `Convention`.
         a, b, c, index: the register operands and the index register (left out by the
             dense builtins, which have none).
-        a_signed, b_signed, clamp, cbsz, abid: modifiers; those the convention lacks are
+        a_signed, b_signed, clamp, cbsz, abid, blgp, fmt_a, fmt_b, opsel_a, scale_a,
+            opsel_b, scale_b: modifiers and scale registers; those the convention lacks are
             left out (their defaults are what those builtins do).
     Returns:
         A tuple to call the builtin function with: ``fn(*hip_args(...), model=...)``.
     """
     value = dict(a=a, b=b, c=c, index=index, a_signed=a_signed, b_signed=b_signed, clamp=clamp, cbsz=cbsz,
-                 abid=abid)
+                 abid=abid, blgp=blgp, fmt_a=fmt_a, fmt_b=fmt_b, opsel_a=opsel_a, scale_a=scale_a, opsel_b=opsel_b,
+                 scale_b=scale_b)
     return tuple(value[p.role] for p in conv.params)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "rdna4_dense_b", "cdna4_a", "cdna4_b", "cdna4_c", "cdna3_b",
-           "inverse"]
+           "cdna4_scaled_a", "cdna4_scaled_b", "scale_lanes", "BLGP_LANES", "inverse"]
 
 
 def _grid(lanes: int, n: int):
@@ -85,6 +85,35 @@ def cdna3_b(m: int, n_b: int) -> np.ndarray:
     lane, f = _grid(64, n_b)
     g, r = lane // m, lane % m
     return _stack(n_b * g + f, r)
+
+
+def cdna4_scaled_a(m: int, n: int, bits: int) -> np.ndarray:
+    """Scaled MFMA A (BUILTINS_DENSE.md 5.2), row i = L % M: 8-bit formats hold 16-element
+    chunks, k = 16*(64//M)*(e//16) + 16*g + e%16; 6- and 4-bit formats hold 32 consecutive
+    k, k = 32*g + e (g = L // M)."""
+    lane, e = _grid(64, n)
+    g, r = lane // m, lane % m
+    k = 16 * (64 // m) * (e // 16) + 16 * g + e % 16 if bits == 8 else 32 * g + e
+    return _stack(r, k)
+
+
+def cdna4_scaled_b(m: int, n: int, bits: int) -> np.ndarray:
+    """Scaled MFMA B: `cdna4_scaled_a`'s formulas with the column j = L % N for the row."""
+    return cdna4_scaled_a(m, n, bits)[..., ::-1].copy()
+
+
+def scale_lanes(m: int, k: int, block: int = 32) -> np.ndarray:
+    """(M, K/block) int32: the lane whose scale register holds the E8M0 scale of row i (of A;
+    of column j of B, N = M) and K block kb: M*kb + i (BUILTINS_DENSE.md 5.3)."""
+    i, kb = np.meshgrid(np.arange(m), np.arange(k // block), indexing="ij")
+    return (m * kb + i).astype(np.int32)
+
+
+#: BLGP (CDNA3 f32 MFMA, BUILTINS_DENSE.md 3.1): the lane B is read from, for blgp 0..7
+BLGP_LANES = np.stack([np.arange(64), np.arange(64) % 32, 32 + np.arange(64) % 32, (np.arange(64) + 16) % 64,
+                       np.arange(64) % 16, 16 + np.arange(64) % 16, 32 + np.arange(64) % 16,
+                       48 + np.arange(64) % 16]).astype(np.int32)
+BLGP_LANES.setflags(write=False)
 
 
 def cdna4_c(m: int) -> np.ndarray:

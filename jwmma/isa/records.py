@@ -67,8 +67,11 @@ class IndexRule:
 class Family:
     """What the builtins of one family share: ``title`` (docstrings), ``arch``, ``wave``,
     the `IndexRule`, the storage of bf16 registers, and the layout formulas
-    ``a_layout(m, n_a, bits, k)``, ``b_layout(m, n_b, bits, k)``, ``c_layout(m)``, and
-    ``dense``: True for builtins without sparsity (A is the whole M x K matrix, no index)."""
+    ``a_layout(m, n_a, bits, k)``, ``b_layout(m, n_b, bits, k)``, ``c_layout(m)``,
+    ``dense``: True for builtins without sparsity (A is the whole M x K matrix, no index),
+    ``scaled``: True for block-scaled builtins (E8M0 scales per 32 K, formats chosen per call),
+    ``modifiers``: how a dense MFMA reads cbsz/abid/blgp ('mfma': all must be 0 except blgp on
+    a row that declares a swizzle; '' for families without them)."""
 
     title: str
     arch: str
@@ -79,6 +82,8 @@ class Family:
     c_layout: Callable
     bf16_storage: Storage | None = None
     dense: bool = False
+    scaled: bool = False
+    modifiers: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +99,10 @@ class BuiltinSpec:
     default_evidence (what the model rests on), a_layout / b_layout / c_layout: int arrays
     (lanes, n, 2) mapping [lane, element] to (row, column) of compressed A (M x K/2; dense
     builtins: M x K), B (K x N) and C/D; dense (no sparsity, no index); target (the chip
-    whose decoding this row describes) and targets (every chip the builtin runs on).
+    whose decoding this row describes) and targets (every chip the builtin runs on);
+    blgp: 'swizzle' where blgp 0..7 permutes B's lanes (CDNA3 f32 MFMA), '' where it must be
+    0 (or the builtin has none); scaled: block-scaled (E8M0 scales per 32 K); fmt_codes: the
+    (A, B) format codes of a scaled row (its variants: `jwmma.isa.table.lookup`'s formats=).
     """
 
     name: str
@@ -122,6 +130,9 @@ class BuiltinSpec:
     target: str = ""
     targets: tuple = ()
     chain_order: tuple | None = field(default=None, repr=False)
+    blgp: str = ""
+    scaled: bool = False
+    fmt_codes: tuple = ()
 
     # ---------------------------------------------------------------- derived facts
     @property
@@ -190,6 +201,11 @@ class BuiltinSpec:
                 f"index_set for {self.name} must be one of {list(range(self.n_sets))}, got {index_set!r}"
             )
         return self.index_sets[int(index_set)]
+
+    @property
+    def scale_block(self) -> int:
+        """K elements per E8M0 scale of a block-scaled builtin (0: not scaled)."""
+        return 32 if self.scaled else 0
 
     def index_note(self) -> str:
         """How the builtin picks its index set, in words (BUILTINS.md 2.2, 4.2)."""

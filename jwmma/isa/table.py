@@ -17,13 +17,16 @@ from __future__ import annotations
 import difflib
 from types import MappingProxyType
 
+import numpy as np
+
 from . import layouts
 from .conventions import CONVENTIONS
 from .records import BuiltinSpec, Family, IndexRule, Operand
-from .types import SHORT, element_type
+from .types import LONG, SHORT, element_type
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
-           "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "TARGETS"]
+           "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "CDNA3_MFMA", "CDNA4_MFMA", "CDNA4_MFMA_SCALE",
+           "TARGETS", "SCALE_FORMATS", "OPTIONAL"]
 
 
 RDNA4_SWMMAC = Family(
@@ -55,6 +58,37 @@ RDNA4_WMMA = Family(
     dense=True,
 )
 
+_NO_INDEX = IndexRule("none", "none")
+CDNA3_MFMA = Family(  # docs/spec/BUILTINS_DENSE.md 1.1, 2 (the calculator's every entry)
+    "CDNA3 MFMA", "gfx942", 64, _NO_INDEX,
+    a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),  # (L % M, nk*(L//M) + e)
+    b_layout=lambda m, n_b, bits, k: layouts.cdna3_b(m, n_b),  # (nk*(L//M) + e, L % M)
+    c_layout=layouts.cdna4_c,
+    bf16_storage=SHORT,  # the `_1k` builtins take bf16 as `short` bit patterns
+    dense=True, modifiers="mfma",
+)
+CDNA4_MFMA = Family(  # BUILTINS_DENSE.md 1.2, 4: the CDNA3 formulas with K doubled
+    "CDNA4 MFMA", "gfx950", 64, _NO_INDEX,
+    a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),
+    b_layout=lambda m, n_b, bits, k: layouts.cdna3_b(m, n_b),
+    c_layout=layouts.cdna4_c,
+    dense=True, modifiers="mfma",
+)
+CDNA4_MFMA_SCALE = Family(  # BUILTINS_DENSE.md 1.2, 5
+    "CDNA4 block-scaled MFMA", "gfx950", 64, _NO_INDEX,
+    a_layout=lambda m, n_a, bits, k: layouts.cdna4_scaled_a(m, n_a, bits),
+    b_layout=lambda m, n_b, bits, k: layouts.cdna4_scaled_b(m, n_b, bits),
+    c_layout=layouts.cdna4_c,
+    dense=True, scaled=True,
+)
+
+#: the scaled MFMA's format codes (its cbsz/blgp, the builtin's fmt_a/fmt_b; BUILTINS_DENSE.md 5.1)
+SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
+
+#: what the table leaves out on purpose (`jwmma list` prints it)
+OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
+            "mfma_f32_32x32x4bf16_1k, ...) and f64 (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) are not emulated")
+
 #: the CDNA3 SMFMAC builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1):
 #: gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP
 TARGETS = {
@@ -81,6 +115,18 @@ _CDNA3 = ("assumed: MMA-Sim's bit-accurate CDNA3 (gfx942) algorithm with OCP fp8
 _EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp operand)"
 _CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accurate CDNA3 algorithm; FNUZ "
               "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC, and to gfx950, assumed")
+_MFMA_942 = ("measured: MMA-Sim's CDNA3 algorithm, validated on MI300X (gfx942) dense MFMA (f16/bf16 groups of 8, "
+             "fp8/bf8 16 in two stages); on gfx950 (target='gfx950', OCP fp8) [ASSUMED]")
+_MFMA_F32 = ("measured: MMA-Sim's CDNA3 f32 MFMA is an f32 FMA chain in K order, validated on MI300X; on gfx950 "
+             "[ASSUMED]")
+_MFMA_XF32 = ("measured: MMA-Sim's CDNA3 xf32 MFMA (operands cut to xf32, fused groups of 4), validated on MI300X; "
+              "gfx942 only")
+_MFMA_950 = ("[ASSUMED]: MMA-Sim's CDNA3 parameters applied to the gfx950 doubled-K form (no gfx950 "
+             "characterisation is published)")
+_MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no clamp operand)"
+_MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
+            "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
+            "preset mx_rocjitsu")
 
 
 def rocjitsu_chain_order(kc: int) -> tuple[int, ...]:
@@ -107,54 +153,67 @@ def rocjitsu_chain_order(kc: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _operand(family: Family, type_name: str, elems: int) -> Operand:
+def _operand(family: Family, type_name: str, elems: int, long: bool = False) -> Operand:
     t = element_type(type_name)
     storage = family.bf16_storage if (type_name == "bf16" and family.bf16_storage) else t.storage
+    if family.scaled and not t.accumulator:  # A, B: v8i32 whatever the format (words beyond it ignored)
+        return Operand(8, elems, t.bits, storage)
+    if long:  # a 64-bit HIP `long` (CDNA3 i8/fp8 MFMA): its two 32-bit halves
+        storage = LONG
     n = elems if t.bits >= 16 else max(1, elems * t.bits // 32)
     return Operand(n, elems, t.bits, storage)
 
 
-#: (name, target) -> the row as decoded on a target other than its default
+#: (name, target, formats) -> the row as decoded on a target other than its default, or with
+#: other format codes (a scaled row's fmt_a/fmt_b)
 _VARIANTS: dict = {}
 
 
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
          sets: int, model: str, evidence: str, targets: str | None = None,
-         register_chain: bool = False) -> BuiltinSpec:
+         register_chain: bool = False, blgp: str = "", long: bool = False) -> BuiltinSpec:
     """A table row from its keyword record; operands and layouts follow from the family.
     ``targets`` names an entry of `TARGETS` (the chips it runs on and their element types);
     the first target is the row's, the others are kept for `lookup`. ``register_chain``:
-    the FMA chain runs in rocjitsu's register order (`rocjitsu_chain_order`)."""
+    the FMA chain runs in rocjitsu's register order (`rocjitsu_chain_order`). ``blgp``:
+    'swizzle' where blgp permutes B's lanes. ``long``: A and B are 64-bit HIP `long`s.
+    A scaled family's row is built for every pair of `SCALE_FORMATS` (the first, fp8 x fp8,
+    is the row; ``a``/``b`` are ignored)."""
     chips = TARGETS[targets] if targets else ((family.arch, {}),)
-    bits = element_type(a).bits
     kc = k if family.dense else k // 2
     n_a, n_b, n_c = m * kc // family.wave, k * n // family.wave, m * n // family.wave
+    pairs = [(fa, fb) for fa in SCALE_FORMATS for fb in SCALE_FORMATS] if family.scaled else [None]
     variants = []
     for target, types in chips:
-        ta, tb = types.get(a, a), types.get(b, b)
-        variants.append(BuiltinSpec(
-            name=name, family=family.title, arch=target, wave=family.wave, m=m, n=n, k=k,
-            a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a), b=_operand(family, tb, n_b),
-            c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
-            default_model=model, default_evidence=evidence,
-            a_layout=family.a_layout(m, n_a, bits, k), b_layout=family.b_layout(m, n_b, bits, k),
-            c_layout=family.c_layout(m), dense=family.dense, target=target,
-            targets=tuple(t for t, _ in chips),
-            chain_order=rocjitsu_chain_order(kc) if register_chain else None,
-        ))
+        for codes in pairs:
+            ta, tb = (SCALE_FORMATS[codes[0]], SCALE_FORMATS[codes[1]]) if codes else (types.get(a, a), types.get(b, b))
+            bits_a, bits_b = element_type(ta).bits, element_type(tb).bits
+            variants.append(BuiltinSpec(
+                name=name, family=family.title, arch=target, wave=family.wave, m=m, n=n, k=k,
+                a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a, long), b=_operand(family, tb, n_b, long),
+                c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
+                default_model=model, default_evidence=evidence,
+                a_layout=family.a_layout(m, n_a, bits_a, k), b_layout=family.b_layout(m, n_b, bits_b, k),
+                c_layout=family.c_layout(m), dense=family.dense, target=target,
+                targets=tuple(t for t, _ in chips),
+                chain_order=rocjitsu_chain_order(kc) if register_chain else None,
+                blgp=blgp, scaled=family.scaled, fmt_codes=codes or (),
+            ))
     spec = variants[0]
     for v in variants[1:]:
-        _VARIANTS[(name, v.target)] = v
+        _VARIANTS[(name, v.target, v.fmt_codes)] = v
     # every layout must cover its matrix exactly once
-    layouts.inverse(spec.a_layout, (m, spec.kc))
-    layouts.inverse(spec.b_layout, (k, n))
-    layouts.inverse(spec.c_layout, (m, n))
-    for arr in (spec.a_layout, spec.b_layout, spec.c_layout):
-        arr.setflags(write=False)
+    for v in variants:
+        layouts.inverse(v.a_layout, (m, v.kc))
+        layouts.inverse(v.b_layout, (k, n))
+        layouts.inverse(v.c_layout, (m, n))
+        for arr in (v.a_layout, v.b_layout, v.c_layout):
+            arr.setflags(write=False)
     return spec
 
 
 _R4, _C4, _C3, _W4 = RDNA4_SWMMAC, CDNA4_SMFMAC, CDNA3_SMFMAC, RDNA4_WMMA
+_M3, _M4, _MS = CDNA3_MFMA, CDNA4_MFMA, CDNA4_MFMA_SCALE
 _ROWS = (
     # RDNA4 SWMMAC (gfx1200/1201, wave32): BUILTINS.md section 2.1
     _row(_R4, "swmmac_f32_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f32",
@@ -237,29 +296,90 @@ _ROWS = (
     *(_row(_W4, f"wmma_f32_16x16x16_{fa}_{fb}_w32_gfx12", m=16, n=16, k=16, a=fa, b=fb, c="f32",
            convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_8)
       for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
+    # CDNA3 dense MFMA (gfx942 FNUZ by default, also gfx950 OCP except xf32; wave64):
+    # docs/spec/BUILTINS_DENSE.md 1.1, LLVM's spelling
+    _row(_M3, "mfma_f32_32x32x2f32", m=32, n=32, k=2, a="f32", b="f32", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna3", blgp="swizzle"),
+    _row(_M3, "mfma_f32_16x16x4f32", m=16, n=16, k=4, a="f32", b="f32", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna3", blgp="swizzle"),
+    _row(_M3, "mfma_f32_32x32x4_xf32", m=32, n=32, k=4, a="xf32", b="xf32", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_XF32),
+    _row(_M3, "mfma_f32_16x16x8_xf32", m=16, n=16, k=8, a="xf32", b="xf32", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_XF32),
+    _row(_M3, "mfma_f32_32x32x8f16", m=32, n=32, k=8, a="f16", b="f16", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+    _row(_M3, "mfma_f32_16x16x16f16", m=16, n=16, k=16, a="f16", b="f16", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+    _row(_M3, "mfma_f32_32x32x8bf16_1k", m=32, n=32, k=8, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+    _row(_M3, "mfma_f32_16x16x16bf16_1k", m=16, n=16, k=16, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+    _row(_M3, "mfma_i32_32x32x16_i8", m=32, n=32, k=16, a="i8", b="i8", c="i32", convention="mfma_cdna3",
+         sets=1, model="exact", evidence=_MFMA_I8, targets="cdna3", long=True),
+    _row(_M3, "mfma_i32_16x16x32_i8", m=16, n=16, k=32, a="i8", b="i8", c="i32", convention="mfma_cdna3",
+         sets=1, model="exact", evidence=_MFMA_I8, targets="cdna3", long=True),
+    *(_row(_M3, f"mfma_f32_{mm}x{mm}x{kk}_{fa}_{fb}", m=mm, n=mm, k=kk, a=fa, b=fb, c="f32",
+           convention="mfma_cdna3", sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3", long=True)
+      for mm, kk in ((32, 16), (16, 32)) for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
+    # CDNA4 (gfx950) dense additions and the block-scaled f8f6f4 MFMA: BUILTINS_DENSE.md 1.2, 4, 5
+    *(_row(_M4, f"mfma_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="mfma",
+           sets=1, model="cdna3", evidence=_MFMA_950)
+      for t in ("f16", "bf16") for mm, kk in ((16, 32), (32, 16))),
+    _row(_M4, "mfma_i32_16x16x64_i8", m=16, n=16, k=64, a="i8", b="i8", c="i32", convention="mfma", sets=1,
+         model="exact", evidence=_MFMA_I8),
+    _row(_M4, "mfma_i32_32x32x32_i8", m=32, n=32, k=32, a="i8", b="i8", c="i32", convention="mfma", sets=1,
+         model="exact", evidence=_MFMA_I8),
+    _row(_MS, "mfma_scale_f32_16x16x128_f8f6f4", m=16, n=16, k=128, a="fp8", b="fp8", c="f32",
+         convention="mfma_scale", sets=1, model="cdna4_mx", evidence=_MFMA_MX),
+    _row(_MS, "mfma_scale_f32_32x32x64_f8f6f4", m=32, n=32, k=64, a="fp8", b="fp8", c="f32",
+         convention="mfma_scale", sets=1, model="cdna4_mx", evidence=_MFMA_MX),
 )
 
-#: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target), all 50 builtins
+#: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
+#: fp8 x fp8), all 76 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 
-def lookup(name: str, target: str | None = None) -> BuiltinSpec:
+def lookup(name: str, target: str | None = None, formats: tuple | None = None) -> BuiltinSpec:
     """The table row of a builtin.
 
     Args:
         name: the builtin's name, with or without the ``__builtin_amdgcn_`` prefix.
         target: the chip it runs on (None: the row's default, e.g. 'gfx942' for the CDNA3
-            SMFMAC, which also run on 'gfx950' with OCP fp8/bf8).
+            SMFMAC and MFMA, which also run on 'gfx950' with OCP fp8/bf8).
+        formats: a block-scaled builtin's (fmt_a, fmt_b) codes (`SCALE_FORMATS`; None: the
+            row's (0, 0), fp8 x fp8); other builtins take None.
     Returns:
-        Its `BuiltinSpec`; raises ValueError (with close matches) for an unknown name or a
-        target the builtin does not run on, and TypeError for a non-string.
+        Its `BuiltinSpec`; raises ValueError (with close matches) for an unknown name, a
+        target the builtin does not run on or formats it does not take, and TypeError for a
+        non-string.
     """
     spec = _lookup(name)
-    if target is None or target == spec.target:
+    if formats is not None:
+        if not spec.scaled:
+            raise ValueError(f"formats apply to the block-scaled builtins (mfma_scale_*); {spec.name} takes none")
+        codes = _format_codes(formats)
+    else:
+        codes = spec.fmt_codes
+    target = spec.target if target is None else target
+    if target == spec.target and codes == spec.fmt_codes:
         return spec
-    if (spec.name, target) in _VARIANTS:
-        return _VARIANTS[(spec.name, target)]
+    if (spec.name, target, codes) in _VARIANTS:
+        return _VARIANTS[(spec.name, target, codes)]
     raise ValueError(f"target for {spec.name} must be one of {list(spec.targets)}, got {target!r}")
+
+
+def _format_codes(formats) -> tuple:
+    """(fmt_a, fmt_b) as validated ints of `SCALE_FORMATS`."""
+    if not isinstance(formats, tuple) or len(formats) != 2:
+        raise TypeError(f"formats must be a pair (fmt_a, fmt_b), got {formats!r}")
+    out = []
+    for what, v in zip(("fmt_a", "fmt_b"), formats):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) not in SCALE_FORMATS:
+            names = ", ".join(f"{c} {t}" for c, t in SCALE_FORMATS.items())
+            raise ValueError(f"{what} must be a format code ({names}), got {v!r}")
+        out.append(int(v))
+    return tuple(out)
 
 
 def _lookup(name: str) -> BuiltinSpec:

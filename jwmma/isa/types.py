@@ -16,10 +16,10 @@ from types import MappingProxyType
 import ml_dtypes
 import numpy as np
 
-from ..numerics.formats import (BF8, BF8_FNUZ, BF16, F16, F32, FP8, FP8_FNUZ, I4, I8, I32, U4, U8, FloatFormat,
-                               IntFormat)
+from ..numerics.formats import (BF6, BF8, BF8_FNUZ, BF16, F16, F32, FP4, FP6, FP8, FP8_FNUZ, I4, I8, I32, U4, U8,
+                               XF32, FloatFormat, IntFormat)
 
-__all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "FLOAT", "INT", "ElementType", "TYPES",
+__all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "LONG", "FLOAT", "INT", "ElementType", "TYPES",
            "element_type"]
 
 
@@ -27,14 +27,17 @@ __all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "FLOAT", "INT",
 class Storage:
     """A HIP scalar type holding the elements of a register vector.
 
-    Fields: ``hip``: its spelling in prototypes ('half', 'short', 'bf16', 'int', 'float');
-    ``dtype``: the numpy dtype of the registers; ``also``: other dtypes accepted for the same
-    bits (reinterpreted, as API.md section 1 documents).
+    Fields: ``hip``: its spelling in prototypes ('half', 'short', 'bf16', 'int', 'long',
+    'float'); ``dtype``: the numpy dtype of the registers; ``also``: other dtypes accepted for
+    the same bits (reinterpreted, as API.md section 1 documents); ``words``: register elements
+    per HIP scalar (2 for `long`: a 64-bit HIP operand is passed as its two 32-bit halves, low
+    word first).
     """
 
     hip: str
     dtype: np.dtype
     also: tuple = ()
+    words: int = 1
 
     def accepts(self, dtype) -> bool:
         """Whether registers of numpy ``dtype`` are accepted.
@@ -53,6 +56,7 @@ HALF = Storage("half", np.dtype(np.float16))
 SHORT = Storage("short", _I16, (_BF, _U16))  # bf16 bit patterns in `short` (RDNA4)
 BF16_STORAGE = Storage("bf16", _BF, (_I16, _U16))  # `__bf16` (CDNA4)
 PACKED = Storage("int", np.dtype(np.int32), (np.dtype(np.uint32),))  # 8/4-bit elements in words
+LONG = Storage("long", np.dtype(np.int32), (np.dtype(np.uint32),), words=2)  # 8 bytes in a 64-bit `long`
 FLOAT = Storage("float", np.dtype(np.float32))
 INT = Storage("int", np.dtype(np.int32))
 
@@ -76,6 +80,7 @@ class ElementType:
     unsigned: IntFormat | None = None
     storage: Storage = PACKED
     accumulator: bool = False
+    read_shift: int = 0
 
     @property
     def is_float(self) -> bool:
@@ -126,6 +131,10 @@ TYPES = MappingProxyType({t.name: t for t in (
     ElementType("iu8", 8, signed=I8, unsigned=U8),
     ElementType("iu4", 4, signed=I4, unsigned=U4),
     ElementType("i8", 8, signed=I8),
+    ElementType("fp6", 6, FP6),  # OCP MX (gfx950 scaled MFMA; docs/spec/BUILTINS_DENSE.md 5)
+    ElementType("bf6", 6, BF6),
+    ElementType("fp4", 4, FP4),
+    ElementType("xf32", 32, XF32, storage=FLOAT, read_shift=13),  # CDNA3 xf32 MFMA (BUILTINS_DENSE.md 6)
     ElementType("f32", 32, F32, storage=FLOAT, accumulator=True),
     ElementType("i32", 32, signed=I32, storage=INT, accumulator=True),
 )})
@@ -135,7 +144,8 @@ def element_type(name: str) -> ElementType:
     """The registry entry of an element type name.
 
     Args:
-        name: 'f16', 'bf16', 'fp8', 'bf8', 'fp8_fnuz', 'bf8_fnuz', 'iu8', 'iu4', 'i8', 'f32' or 'i32'.
+        name: 'f16', 'bf16', 'fp8', 'bf8', 'fp8_fnuz', 'bf8_fnuz', 'fp6', 'bf6', 'fp4', 'iu8', 'iu4',
+            'i8', 'xf32', 'f32' or 'i32'.
     Returns:
         The `ElementType`.
     """

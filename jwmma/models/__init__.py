@@ -8,6 +8,7 @@ follows (and through which each model owns its fast paths).
     jwmma.models.Gfx12Dot4(step=4, pairs=True)
     jwmma.models.FusedDotAdd(group=32, frac_bits=13, output_frac_bits=13)   # Hopper fp8
     jwmma.models.NvidiaTensorCore(arch="hopper")
+    jwmma.models.BlockScaled(scale_at="block", block_sum="fma_chain")    # gfx950 MX, rocjitsu
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from .fused_dot_add import FusedDotAdd
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import NvidiaTensorCore
+from .scaled import BlockScaled
 from .parse import model_label, parse_model
 from .presets import ALIASES, EVIDENCE, PRESETS, names, resolve
 
 __all__ = [
     "Model", "Context", "Exact", "FMAChain", "FusedGroups", "CDNA3", "Gfx12Dot4", "IntegerDot",
-    "FusedDotAdd", "NvidiaTensorCore", "PRESETS", "EVIDENCE", "ALIASES", "names", "resolve", "parse_model", "model_label",
+    "FusedDotAdd", "NvidiaTensorCore", "BlockScaled", "PRESETS", "EVIDENCE", "ALIASES", "names", "resolve", "parse_model", "model_label",
 ]

@@ -47,7 +47,9 @@ class Context:
     ``arch``: the builtin's architecture ('gfx12', 'gfx950'; '' for a free-standing dot);
     ``chain_order``: the order in which the builtin's reference simulator (rocjitsu) chains
     its compressed products, step -> compressed position, where its table row declares one
-    (None: compressed-K order; read by `FMAChain(order='register')`).
+    (None: compressed-K order; read by `FMAChain(order='register')`); ``scale_block``: K
+    elements per E8M0 scale of a block-scaled builtin (0: not scaled; only models that
+    implement `Model.scaled_instruction` apply).
     """
 
     a: FloatFormat | None
@@ -56,11 +58,12 @@ class Context:
     clamp: bool = False
     arch: str = ""
     chain_order: tuple | None = None
+    scale_block: int = 0
 
     FIELDS: ClassVar[dict] = {
         "a": Instance(cls=FloatFormat, optional=True), "b": Instance(cls=FloatFormat, optional=True),
         "c": Instance(cls=FloatFormat, optional=True), "clamp": Bool(), "arch": Text(),
-        "chain_order": TupleOf(item=Int(lo=0), optional=True),
+        "chain_order": TupleOf(item=Int(lo=0), optional=True), "scale_block": Int(lo=0),
     }
 
     def __post_init__(self):
@@ -98,6 +101,7 @@ class Model(metaclass=_Checked):
 
     name: ClassVar[str] = "model"
     integer: ClassVar[bool] = False  # True for models of integer builtins
+    scaled: ClassVar[bool] = False  # True for models of the block-scaled builtins (`scaled_instruction`)
     FIELDS: ClassVar[dict] = {}
 
     def __post_init__(self):
@@ -114,6 +118,11 @@ class Model(metaclass=_Checked):
         if ctx.integer != self.integer:
             kind = "integer" if ctx.integer else "floating-point"
             return f"{self.describe()} is not a model for {kind} builtins"
+        if bool(ctx.scale_block) != self.scaled:
+            if ctx.scale_block:
+                return (f"{self.describe()} is not a model for the block-scaled builtins (their E8M0 scales need "
+                        f"a model that applies them: cdna4_mx, mx_rocjitsu or BlockScaled(...))")
+            return f"{self.describe()} models the block-scaled builtins (mfma_scale_*) only"
         return None
 
     def accumulate(self, a, b, c, ctx: Context, options=None):
@@ -141,6 +150,20 @@ class Model(metaclass=_Checked):
             (..., M, N) int32 D.
         """
         return self.accumulate(as_column(a), select(b, pos), c, ctx, options=options)
+
+    def scaled_instruction(self, ctx: Context, a, sa, b, sb, c, options):
+        """One block-scaled instruction on whole matrices (models with ``scaled = True``).
+
+        Args:
+            ctx: the formats (``ctx.scale_block`` K elements share a scale); a: decoded A
+            (..., M, K); sa: (..., M, K) int32 E8M0 scale codes of A's elements (constant
+            over each block of ``ctx.scale_block`` consecutive k); b: decoded B (..., K, N);
+            sb: (..., K, N) the scales of B's elements; c: (..., M, N) f32 bits; options:
+            resolved execution options.
+        Returns:
+            (..., M, N) int32 D bits.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not model block-scaled builtins")
 
     def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
         """Elements of one step's product tensor (rows x Kc x N x batch) a kernel may hold at

@@ -165,6 +165,14 @@ class Exact(Model):
 
     name = "exact"
 
+    def check(self, ctx: Context):
+        why = super().check(ctx)
+        if why is None and not ctx.integer and ctx.a.mbits + ctx.b.mbits > 2 * 10:
+            return (f"{self.describe()} sums products of up to 11 x 11 significand bits exactly (xf32 and "
+                    f"narrower); {ctx.a.name} x {ctx.b.name} products have {ctx.a.mbits + ctx.b.mbits + 2} bits: use "
+                    f"cdna3 (MMA-Sim's FMA chain for f32 MFMA) or fma_chain_k")
+        return why
+
     def instruction(self, ctx: Context, a, pos, b, c, select, options):
         """`Model.instruction` with the special-value work skipped when no operand is NaN/Inf."""
         a_col = as_column(a)  # once, outside the branches (XLA fuses the branches better)

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from ..numerics.formats import BF16, F16, F32, decode
-from ..numerics.rounding import round_f64, round_to_odd, two_sum, value_f64
+from ..numerics.rounding import add_rn, round_f64, value_f64
 from .fields import Choice
 from .base import Context, Model
 from .grouping import over_groups
@@ -51,9 +51,7 @@ _INVALID = -0x400000  # 0xFFC00000 as int32
 
 def _fma(p, acc):
     """float64 of RN_f32(p + acc) for an exact product p (one emulated f32 FMA)."""
-    s, e = two_sum(p, acc)
-    t = jnp.where(jnp.isfinite(p) & jnp.isfinite(acc), round_to_odd(s, e), p + acc)
-    return value_f64(decode(F32, round_f64(t, F32)), F32.mbits)
+    return add_rn(p, acc, F32)
 
 
 def _widen_nan(code, fmt):

@@ -27,6 +27,7 @@ from jax import lax
 from ..numerics.formats import F32, decode, pow2_f32
 from ..numerics.rounding import round_to_format
 from . import fused_dots
+from .fma_chain import FMAChain
 from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
 from .fused_dots import NO_EXP
@@ -106,7 +107,8 @@ class FusedGroups(Model):
     # ------------------------------------------------------------------ static choices
     def resolved(self, ctx: Context):
         eight = max(ctx.a.bits, ctx.b.bits) == 8
-        group = self.group or (16 if eight else 8)
+        xf32 = ctx.a.name == "xf32" or ctx.b.name == "xf32"
+        group = self.group or (16 if eight else 4 if xf32 else 8)
         two = eight if self.two_stage is None else self.two_stage
         drop = two if self.c_drop is None else self.c_drop
         if two and group < 2:
@@ -292,6 +294,34 @@ class CDNA3(FusedGroups):
     """MMA-Sim's bit-accurate CDNA3 (gfx942) MFMA algorithm, applied to the compressed
     products (NUMERICS.md 1.3-1.4). The named preset ``"cdna3"`` is ``CDNA3()``, MMA-Sim 2.x
     (PyPI) as it stands; the preset ``"cdna3_c785138"`` is the earlier GitHub version that
-    NUMERICS.md section 1.3 transcribes: ``CDNA3(zero_exponent=-126, renormalize=False)``."""
+    NUMERICS.md section 1.3 transcribes: ``CDNA3(zero_exponent=-126, renormalize=False)``.
+
+    Per input format, as MMA-Sim's CDNA3 MFMA (BUILTINS_DENSE.md 6): f16/bf16 groups of 8,
+    fp8/bf8 groups of 16 in two stages, xf32 (f32 operands cut to 10 mantissa bits) groups of
+    4, and f32 a plain f32 FMA chain in K order (MMA-Sim's "fma": a fused group cannot hold a
+    48-bit f32 product; the fused-group fields do not apply there)."""
 
     name = "cdna3"
+
+    def instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """`FusedGroups.instruction`; f32 operands: the FMA chain (class doc)."""
+        if ctx.a == F32:
+            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
+        return super().instruction(ctx, a, pos, b, c, select, options)
+
+    def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
+        """`FusedGroups.accumulate`; f32 operands: the FMA chain (class doc)."""
+        if ctx.a == F32:
+            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
+        return super().accumulate(a, b, c_bits, ctx, options, product_specials)
+
+    def check(self, ctx: Context):
+        why = super().check(ctx)
+        if why is None and ctx.a == F32 and self != CDNA3():
+            return (f"{self.describe()}: on f32 operands CDNA3 is MMA-Sim's FMA chain, which has none of the "
+                    f"fused-group fields; use CDNA3() (preset cdna3) or FMAChain()")
+        return why
+
+
+#: MMA-Sim's CDNA3 f32 MFMA: acc <- RN_f32(a*b + acc) in K order, canonical NaN
+_F32_CHAIN = FMAChain()

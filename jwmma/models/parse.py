@@ -15,12 +15,13 @@ from .fused_dot_add import FusedDotAdd
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import NvidiaTensorCore
+from .scaled import BlockScaled
 
 __all__ = ["MODEL_CLASSES", "parse_model", "model_label", "split_list"]
 
 #: the model classes a model text may construct
 MODEL_CLASSES = {c.__name__: c for c in (Exact, FMAChain, FusedGroups, CDNA3, Gfx12Dot4, IntegerDot,
-                                               FusedDotAdd, NvidiaTensorCore)}
+                                               FusedDotAdd, NvidiaTensorCore, BlockScaled)}
 
 
 def parse_model(text: str):

@@ -16,6 +16,7 @@ from .nvidia import EVIDENCE as _NV_EVIDENCE
 from .nvidia import TABLE as _NV_TABLE
 from .nvidia import NvidiaTensorCore
 from .parse import MODEL_CLASSES, parse_model
+from .scaled import BlockScaled
 
 __all__ = ["PRESETS", "ALIASES", "EVIDENCE", "names", "resolve"]
 
@@ -34,6 +35,11 @@ PRESETS = {
     **{f"nvidia_{arch}": (NvidiaTensorCore(arch), None, f"NVIDIA {row[0]} tensor core: truncated fused dot-product-add")
        for arch, row in _NV_TABLE.items()},
     "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each K-half (gfx1201, GoC's hardware digests)"),
+    "cdna4_mx": (BlockScaled(), None, "gfx950 block-scaled MFMA [ASSUMED]: E8M0 scales per product, fused groups of "
+                                      "32 truncated to 24 fractional bits, f32 RNE per group, 0xFF scale -> NaN"),
+    "mx_rocjitsu": (BlockScaled(scale_at="block", block_sum="fma_chain"), None,
+                    "rocjitsu's block-scaled MFMA: each 32-product block an f32 FMA chain from +0, scaled, added "
+                    "with f32 RNE"),
 }
 #: what each preset rests on (the builtins' own evidence is a column of `jwmma.isa.table`)
 EVIDENCE = {
@@ -44,6 +50,10 @@ EVIDENCE = {
     "cdna3_c785138": "MMA-Sim GitHub c785138 (superseded by cdna3)",
     "gfx12_dot4": "rocjitsu's gfx1201 captures (dense WMMA)",
     "staged_clamp": "GoC's gfx1201 hardware digests (dense WMMA 384/384 with saturation after each K-half; final-only 240/384), second-hand",
+    "cdna4_mx": ("assumed: no gfx950 characterisation is published; scales enter the product exponents as the CDNA4 "
+                 "ISA guide's d_exp sentence says (docs/spec/BUILTINS_DENSE.md 5.3), the group is one 32-K scale block"),
+    "mx_rocjitsu": "rocjitsu (AMD's simulator) source: mma_exec.h exec_f32_scaled_mixed (a functional model, not a "
+                   "hardware characterisation)",
     **{f"nvidia_{arch}": ev for arch, ev in _NV_EVIDENCE.items()},
 }
 ALIASES = {"exact16": "exact", "gfx12_dot4_byte": "gfx12_dot4", "gfx12": "gfx12_dot4"}

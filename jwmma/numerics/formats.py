@@ -6,13 +6,16 @@ cores keep them. So operands are decoded with integer ops into (sign, significan
 fields, and results are rounded into bit patterns by `jwmma.numerics.rounding`.
 
 The formats: IEEE f32/f16, bf16, the OCP FP8 formats E4M3FN ("fp8") and E5M2 ("bf8"), their
-FNUZ variants, and the integer formats. This module knows no instruction: which builtin reads
-which format is `jwmma.isa.types`.
+FNUZ variants, the OCP MX element formats FP6 E2M3 ("fp6"), BF6 E3M2 ("bf6") and FP4 E2M1
+("fp4") (no Inf, no NaN), xf32 (the CDNA3 matrix unit's reading of float32: its top 19 bits,
+1+8+10; docs/spec/BUILTINS_DENSE.md 6), and the integer formats. This module knows no
+instruction: which builtin reads which format is `jwmma.isa.types`.
 """
 from __future__ import annotations
 
 __all__ = [
-    "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ",
+    "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ", "FP6", "BF6",
+    "FP4", "XF32", "E8M0_NAN", "E8M0_BIAS",
     "I8", "U8", "I4", "U4", "I32", "FLOAT_FORMATS", "INT_FORMATS", "ZERO_EXP", "format_of", "decode",
     "decode_int", "decode_fields", "f32_magnitude", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
     "unpack_fields",
@@ -34,8 +37,10 @@ class FloatFormat:
     Fields: ``name``; ``ebits``/``mbits``: exponent and stored mantissa bits; ``bias``;
     ``inf``: whether the format has infinities; ``nan``: which codes are NaN, 'ieee'
     (exponent all ones, mantissa != 0), 'fn' (only exponent and mantissa all ones: OCP
-    E4M3FN) or 'fnuz' (only 0x80); ``dtype``: the numpy (ml_dtypes) dtype of its values;
-    ``qnan``: the quiet NaN code results take where a model defines no payload.
+    E4M3FN), 'fnuz' (only 0x80) or 'none' (every code is finite: the OCP MX FP6/FP4);
+    ``dtype``: the numpy (ml_dtypes) dtype of its values; ``qnan``: the quiet NaN code
+    results take where a model defines no payload ('none' formats: the code a NaN converts
+    to, -0, as ml_dtypes converts it).
     """
 
     name: str
@@ -107,6 +112,17 @@ FP8 = FloatFormat("fp8", 4, 3, 7, False, "fn", np.dtype(ml_dtypes.float8_e4m3fn)
 BF8 = FloatFormat("bf8", 5, 2, 15, True, "ieee", np.dtype(ml_dtypes.float8_e5m2), 0x7E)
 FP8_FNUZ = FloatFormat("fp8_fnuz", 4, 3, 8, False, "fnuz", np.dtype(ml_dtypes.float8_e4m3fnuz), 0x80)
 BF8_FNUZ = FloatFormat("bf8_fnuz", 5, 2, 16, False, "fnuz", np.dtype(ml_dtypes.float8_e5m2fnuz), 0x80)
+# OCP MX v1.0 element formats: every code finite, overflow saturates (as ml_dtypes converts)
+FP6 = FloatFormat("fp6", 2, 3, 1, False, "none", np.dtype(ml_dtypes.float6_e2m3fn), 0x20)
+BF6 = FloatFormat("bf6", 3, 2, 3, False, "none", np.dtype(ml_dtypes.float6_e3m2fn), 0x20)
+FP4 = FloatFormat("fp4", 2, 1, 1, False, "none", np.dtype(ml_dtypes.float4_e2m1fn), 0x8)
+# CDNA3's xf32: float32 with the low 13 mantissa bits cut (codes are f32 bits >> 13); its
+# values are held as float32, so it has no dtype of its own (`format_of(float32)` is F32)
+XF32 = FloatFormat("xf32", 8, 10, 127, True, "ieee", np.dtype(np.float32), 0x3FE00)
+
+#: E8M0 block scales (OCP MX): code s is the factor 2**(s - E8M0_BIAS); E8M0_NAN is NaN
+E8M0_BIAS = 127
+E8M0_NAN = 0xFF
 
 I8 = IntFormat("i8", 8, True, np.dtype(np.int8))
 U8 = IntFormat("u8", 8, False, np.dtype(np.uint8))
@@ -114,9 +130,9 @@ I4 = IntFormat("i4", 4, True, np.dtype(ml_dtypes.int4))
 U4 = IntFormat("u4", 4, False, np.dtype(ml_dtypes.uint4))
 I32 = IntFormat("i32", 32, True, np.dtype(np.int32))
 
-FLOAT_FORMATS = {f.name: f for f in (F32, F16, BF16, FP8, BF8, FP8_FNUZ, BF8_FNUZ)}
+FLOAT_FORMATS = {f.name: f for f in (F32, F16, BF16, FP8, BF8, FP8_FNUZ, BF8_FNUZ, FP6, BF6, FP4, XF32)}
 INT_FORMATS = {f.name: f for f in (I8, U8, I4, U4, I32)}
-_BY_DTYPE = {f.dtype: f for f in (*FLOAT_FORMATS.values(), *INT_FORMATS.values())}
+_BY_DTYPE = {f.dtype: f for f in (*FLOAT_FORMATS.values(), *INT_FORMATS.values()) if f is not XF32}
 
 #: exponent that MMA-Sim gives to a zero of any format (NUMERICS.md 1.1)
 ZERO_EXP = -126
@@ -172,6 +188,9 @@ def decode_fields(fmt: FloatFormat, code: jnp.ndarray) -> tuple:
         inf = special & (mant == 0)
     elif fmt.nan == "fn":
         nan = (ef == emask) & (mant == mmask)
+        inf = jnp.zeros_like(nan)
+    elif fmt.nan == "none":  # OCP MX FP6/FP4: every code is a finite value
+        nan = jnp.zeros(code.shape, bool)
         inf = jnp.zeros_like(nan)
     else:  # fnuz: 0x80 is the only NaN, there is no -0
         nan = code == (1 << (fmt.bits - 1))

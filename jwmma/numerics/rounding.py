@@ -11,10 +11,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .formats import FloatFormat
+from .formats import FloatFormat, decode
 
 __all__ = ["x64_scope", "pow2_f64", "fields_to_f64", "value_f64", "two_sum", "round_to_odd", "round_to_format", "round_f64",
-           "bits_to", "float_bits"]
+           "add_rn", "bits_to", "float_bits"]
 
 
 def x64_scope():
@@ -138,6 +138,17 @@ def round_f64(x, fmt: FloatFormat):
     bits = jnp.where((ef == 0x7FF) & (m == 0), inf_bits | (sign << (fmt.bits - 1)), bits)
     bits = jnp.where((ef == 0x7FF) & (m != 0), fmt.qnan, bits)
     return bits
+
+
+def add_rn(p, acc, fmt: FloatFormat):
+    """float64 of RN_fmt(p + acc): one correct rounding (nearest even, gradual underflow,
+    overflow to Inf) of the exact sum of two float64 values, IEEE specials (Inf - Inf and NaN:
+    NaN). The sum is split error-free (`two_sum`), rounded to odd in float64 and then into
+    ``fmt``'s bits (at most 51 significand bits), which is one rounding of the exact sum; the
+    result is read back exactly. An emulated FMA when ``p`` is an exact product."""
+    s, e = two_sum(p, acc)
+    t = jnp.where(jnp.isfinite(p) & jnp.isfinite(acc), round_to_odd(s, e), p + acc)
+    return value_f64(decode(fmt, round_f64(t, fmt)), fmt.mbits)
 
 
 def bits_to(fmt: FloatFormat, bits):

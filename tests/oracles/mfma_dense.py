@@ -297,9 +297,11 @@ def _fused_group(items, F: int, mab: int):
     """items: (neg, P, E) with value (-1)**neg * P * 2**(E - mab) and E the MMA-Sim exponent sum
     (scale included where the model says so). Returns (S, u, neg_zero): the sum of the products,
     each truncated toward zero to a multiple of 2**u, u = ET - F, ET = max E over the nonzero
-    products (a group of zero products: S = 0, u = 0); neg_zero: every product is -0."""
+    products (a group of zero products: S = 0, u = 0); neg_zero: always False: the group's
+    truncated sum is an integer, so a zero sum is +0 (as the CDNA3 fused group: an exact zero
+    is +0, ref_models.cdna3_dot)."""
     es = [E for _, P, E in items if P]
-    neg_zero = all(neg and not P for neg, P, _ in items)
+    neg_zero = False
     if not es:
         return 0, 0, neg_zero
     u = max(es) - F
