@@ -121,6 +121,10 @@ def _specs():
     from jwmma.isa.table import lookup
 
     for name, spec in jwmma.BUILTINS.items():
+        if spec.scaled:  # one label per format pair of `data.SCALED_PAIRS` ('name@f14': fmt_a 1, fmt_b 4)
+            for fa, fb in data.SCALED_PAIRS:
+                yield f"{name}@f{fa}{fb}", lookup(name, None, (fa, fb))
+            continue
         yield name, spec
         for t in spec.targets[1:]:
             other = lookup(name, t)
@@ -133,6 +137,8 @@ def spec_of(label: str):
     from jwmma.isa.table import lookup
 
     name, _, target = label.partition("@")
+    if target.startswith("f") and len(target) == 3 and target[1:].isdigit():  # a scaled row's formats
+        return lookup(name, None, (int(target[1]), int(target[2])))
     return lookup(name, target or None)
 
 
@@ -170,7 +176,7 @@ def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, ta
     substrings of builtin labels / exact model names."""
     keys = []
     for label, spec in _specs():
-        if (only and not any(o in label for o in only)) or (not targets and "@" in label):
+        if (only and not any(o in label for o in only)) or (not targets and "@" in label and not spec.scaled):
             continue
         for clamp in ((False, True) if spec.signed_choice else (False,)):
             for model in applicable_models(spec, clamp):
@@ -228,8 +234,10 @@ def _options(backend: str):
 
 @functools.lru_cache(maxsize=4)
 def _gemm_data(label: str):
-    a, b, c, names = data.gemm_operands(spec_of(label))
-    return a, b, c, names, _digest(a, b, c)
+    spec = spec_of(label)
+    a, b, c, names = data.gemm_operands(spec)
+    sa, sb = data.gemm_scales(spec, names) if spec.scaled else (None, None)
+    return a, b, c, names, sa, sb, _digest(a, b, c, sa, sb)
 
 
 @functools.lru_cache(maxsize=4)
@@ -256,6 +264,12 @@ def _wave_data(label: str):
                 noise = rng.integers(0, 1 << 32, idx.shape, dtype=np.uint64).astype(np.uint32)
                 idx = (idx & mine) | (noise & ~mine)
             idx = idx.view(np.int32)
+        if spec.scaled:  # random scale words: the call reads byte 1 of A's and byte 2 of B's
+            rng = np.random.default_rng(data.seed_of("scale-words", label))
+            words = rng.integers(110, 145, (len(names), data.WAVES, spec.lanes, 4), dtype=np.uint64)
+            words[..., 0, :][..., 1] = 255  # a NaN scale in lane 0 of some waves' A
+            words = (words.astype(np.uint32) << (8 * np.arange(4, dtype=np.uint32))).sum(-1, dtype=np.uint32)
+            idx = words.view(np.int32)
     return ra, rb, rc, idx, names, _digest(ra, rb, rc, idx)
 
 
@@ -319,10 +333,13 @@ def _run(key: Key):
     info = {"kind": spec.c_type, "payloads": _payloads(spec, key.model)}
     opts = _options(key.backend)
     if key.part == "gemm":
-        a, b, c, names, digest = _gemm_data(key.builtin)
+        a, b, c, names, sa, sb, digest = _gemm_data(key.builtin)
         kw = dict(target=spec.target) if len(spec.targets) > 1 else {}
         if spec.signed_choice:
             kw["clamp"] = key.clamp
+        if spec.scaled:  # the formats follow the codes' dtypes (uint8 codes: JAX 0.10 has no float6 arrays)
+            kw.update(scale_a=sa, scale_b=sb, fmt_a=spec.fmt_codes[0], fmt_b=spec.fmt_codes[1])
+            a, b = a.view(np.uint8), b.view(np.uint8)
         d = jwmma.gemm(a, b, c, builtin=spec.name, model=key.model, path=key.path, prune=not spec.dense,
                        options=opts, **kw)
         return _bits(d), dict(info, classes=list(names), digest=digest)
@@ -334,8 +351,12 @@ def _run(key: Key):
     if spec.index.selector == "index_key":
         kw["index_key"] = last
     fn = getattr(jwmma, spec.name)
-    d = fn(*hip_args(spec.convention, ra, rb, rc, idx, a_signed=True, b_signed=False, clamp=key.clamp, abid=last),
-           **kw)
+    if spec.scaled:  # fmt codes, and the scale words (one array, bytes 1 and 2 read)
+        args = hip_args(spec.convention, ra, rb, rc, fmt_a=spec.fmt_codes[0], fmt_b=spec.fmt_codes[1], opsel_a=1,
+                        scale_a=idx, opsel_b=2, scale_b=idx)
+    else:
+        args = hip_args(spec.convention, ra, rb, rc, idx, a_signed=True, b_signed=False, clamp=key.clamp, abid=last)
+    d = fn(*args, **kw)
     return _bits(d), dict(info, classes=list(names), digest=digest)
 
 

@@ -84,6 +84,8 @@ class Fmt:
         return c
 
     def nan_codes(self, rng, shape):
+        if self.nan == "none":  # OCP MX FP6/FP4 have no NaN: their extremes instead
+            return (rng.integers(0, 2, shape) << (self.bits - 1)) | self.max
         if self.nan == "fnuz":
             return np.full(shape, self.sign)
         if self.nan == "fn":
@@ -349,10 +351,40 @@ def _int_class(rng, cls, spec, m, n, k, sparse):
 
 # ------------------------------------------------------------------------- operand sets
 def _formats(spec):
+    """The Fmt of A, B, C values (xf32 operands are float32 values: their f32 codes)."""
     from jwmma.numerics.formats import F32, FLOAT_FORMATS
 
     fc = F32 if spec.c_type == "f32" else FLOAT_FORMATS[spec.c_type]
-    return Fmt(spec.a_format), Fmt(spec.b_format), Fmt(fc)
+    value = lambda f: F32 if f.name == "xf32" else f  # noqa: E731
+    return Fmt(value(spec.a_format)), Fmt(value(spec.b_format)), Fmt(fc)
+
+
+#: block-scaled rows: the (fmt_a, fmt_b) pairs the grid runs (fp8/bf8/fp6/bf6/fp4, mixed)
+SCALED_PAIRS = ((0, 0), (1, 4), (4, 2), (2, 3), (3, 1))
+
+
+def gemm_scales(spec, names):
+    """A block-scaled row's E8M0 scales per class, (len(classes), *batch, M, ceil(K/32)) and
+    (len(classes), *batch, ceil(K/32), N) uint8: normal near 127; wide the whole range (0 =
+    2**-127 and 254 included: products far out of the f32 range); ties 127; specials with
+    0xFF (NaN) in some rows and columns."""
+    batch, m, n, k = gemm_shape(spec)
+    nb = -(-k // spec.scale_block)
+    out_a, out_b = [], []
+    for cls in names:
+        rng = np.random.default_rng(seed_of("scales", spec.name, spec.fmt_codes, cls))
+        sa, sb = (rng.integers(120, 135, batch + shape) for shape in ((m, nb), (nb, n)))
+        if cls == "wide":
+            sa = np.where(rng.random(sa.shape) < 0.5, rng.integers(0, 255, sa.shape), sa)
+            sb = np.where(rng.random(sb.shape) < 0.5, rng.integers(0, 255, sb.shape), sb)
+        elif cls == "ties":
+            sa, sb = np.full_like(sa, 127), np.full_like(sb, 127)
+        elif cls == "specials":
+            sa[..., ::5, 1] = 255
+            sb[..., 2, ::7] = 255
+        out_a.append(sa)
+        out_b.append(sb)
+    return np.stack(out_a).astype(np.uint8), np.stack(out_b).astype(np.uint8)
 
 
 def gemm_shape(spec) -> tuple:
@@ -385,7 +417,8 @@ def gemm_operands(spec):
     """(a, b, c, classes): values of shape (len(classes), *batch, M, K) etc. (`gemm_shape`)."""
     batch, m, n, k = gemm_shape(spec)
     names = classes(spec.integer)
-    parts = [_class_operands(spec, cls, np.random.default_rng(seed_of("gemm", spec.name, spec.target, cls)),
+    parts = [_class_operands(spec, cls, np.random.default_rng(seed_of("gemm", spec.name, spec.target,
+                                                                      *spec.fmt_codes, cls)),
                              batch, m, n, k, not spec.dense) for cls in names]
     a, b, c = (np.stack([p[i] for p in parts]) for i in range(3))
     return (*_values(spec, a, b, c), names)
@@ -412,7 +445,7 @@ def wave_operands(spec):
     names = classes(spec.integer)
     sets = []
     for cls in names:
-        rng = np.random.default_rng(seed_of("waves", spec.name, spec.target, cls))
+        rng = np.random.default_rng(seed_of("waves", spec.name, spec.target, *spec.fmt_codes, cls))
         a, b, c = _class_operands(spec, cls, rng, (WAVES,), spec.m, spec.n, spec.k, False)
         pos = None
         if not spec.dense:

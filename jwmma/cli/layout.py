@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from ..isa import view
+from ..isa.table import lookup
 from .common import CliError, add_target_arg, spec_of
 
 __all__ = ["cmd_layout", "add"]
@@ -30,6 +31,13 @@ def cmd_layout(args) -> int:
     """``jwmma layout``: the layout of one operand (list, grid or JSON)."""
     spec = spec_of(args.name, args.target)  # the element types as decoded on --target
     operand = "c" if args.operand == "d" else args.operand
+    if args.fmt is not None:  # a block-scaled row as laid out for one format (A and B alike)
+        if not spec.scaled:
+            raise CliError(f"--fmt applies to the block-scaled builtins (mfma_scale_*); {spec.name} has one format")
+        try:
+            spec = lookup(spec.name, spec.target, (args.fmt, args.fmt))
+        except ValueError as e:
+            raise CliError(str(e).replace("fmt_a", "--fmt")) from None
     if operand == "index" and spec.dense:
         raise CliError(f"{spec.name} is dense: it has no index register (operands: a, b, c/d)")
     if not 0 <= args.index_set < len(spec.index_sets):
@@ -86,5 +94,9 @@ def add(sub):
     p.add_argument("--element", metavar="ROW,COL",
                    help="only this matrix element (A: i,c compressed; B: k,j; C: i,j; index: A's i,c)")
     p.add_argument("--json", action="store_true", help="machine-readable entries")
+    p.add_argument("--fmt", type=int, default=None, metavar="CODE",
+                   help="block-scaled builtins: the format of A and B (0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, "
+                   "3 bf6 E3M2, 4 fp4 E2M1; default 0): 8-bit formats lie in 16-element chunks, 6/4-bit ones "
+                   "contiguous")
     add_target_arg(p)
     p.set_defaults(func=cmd_layout)

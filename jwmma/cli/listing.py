@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..isa.table import BUILTINS, BuiltinSpec, lookup
+from ..isa.table import BUILTINS, OPTIONAL, SCALE_FORMATS, BuiltinSpec, lookup
 from .common import CliError, all_targets
 
 __all__ = ["evidence_kind", "row", "cmd_list", "add"]
@@ -52,6 +52,11 @@ def row(spec: BuiltinSpec) -> dict:
         "dense": spec.dense, "target": spec.target, "targets": list(spec.targets),
         "default_model": spec.default_model, "evidence": evidence_kind(spec),
         "evidence_note": spec.default_evidence,
+        "blgp": spec.blgp or None,
+        "scaled": spec.scaled,
+        # a block-scaled row's A and B formats by code (cbsz/blgp = fmt_a/fmt_b), VGPRs per format
+        "formats": ({str(c): {"type": t, "vgprs": _vgprs(lookup(spec.name, spec.target, (c, c)).a)}
+                     for c, t in SCALE_FORMATS.items()} if spec.scaled else None),
     }
 
 
@@ -74,10 +79,14 @@ def cmd_list(args) -> int:
         r = row(s)
         o = r["operands"]
         note = notes.setdefault(s.default_evidence, len(notes) + 1)
+        if s.scaled:
+            types = f"f8f6f4*f8f6f4->{s.c_type}"
+            vecs = " ".join([f"{o['a']['hip_vector']}(8/6/4)"] * 2 + [f"{o['c']['hip_vector']}({o['c']['vgprs']})"])
+        else:
+            types = f"{s.a_type}*{s.b_type}->{s.c_type}"
+            vecs = " ".join(f"{o[k]['hip_vector']}({o[k]['vgprs']})" for k in ("a", "b", "c"))
         table.append([
-            s.name, s.arch, str(s.wave), f"{s.m}x{s.n}x{s.k}",
-            f"{s.a_type}*{s.b_type}->{s.c_type}",
-            " ".join(f"{o[k]['hip_vector']}({o[k]['vgprs']})" for k in ("a", "b", "c")),
+            s.name, s.arch, str(s.wave), f"{s.m}x{s.n}x{s.k}", types, vecs,
             "-" if s.dense else f"{s.n_sets}x{32 // s.n_sets}b",
             f"{s.default_model} ({r['evidence']} [{note}])",
         ])
@@ -96,6 +105,12 @@ def cmd_list(args) -> int:
     print("sets (bits 15:0 / 31:16), 4x8b = four 8-bit sets, 1x32b = one 32-bit set. gfx12 = RDNA4 (wave32),")
     print("gfx950 = CDNA4, gfx942 = CDNA3/MI300 (wave64; these also run on gfx950: target='gfx950' decodes")
     print("their fp8/bf8 as OCP instead of FNUZ; fp8_fnuz/bf8_fnuz = ml_dtypes float8_e4m3fnuz/e5m2fnuz).")
+    print("mfma_*: dense CDNA MFMA (docs/spec/BUILTINS_DENSE.md): long = 8 packed bytes in a 64-bit")
+    print("operand; xf32 = float32 registers the unit reads to 10 mantissa bits (gfx942 only); the f32")
+    print("forms take blgp 0..7 (B lane patterns). mfma_scale_*: A and B are v8int holding 32 elements of")
+    print("the formats fmt_a/fmt_b pick (0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, 3 bf6 E3M2, 4 fp4 E2M1; 8, 6")
+    print("or 4 VGPRs used), with E8M0 scales per 32 K in scale_a/scale_b (byte opsel of a lane).")
+    print(f"Not emulated: {OPTIONAL}.")
     print("Default model evidence (measured* = measured on a dense relative, transfer assumed):")
     for text, n in notes.items():
         print(f"  [{n}] {text}")
@@ -105,7 +120,7 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 50 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 76 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()}),
                    help="only RDNA4 (gfx12), CDNA4 (gfx950) or CDNA3 (gfx942)")

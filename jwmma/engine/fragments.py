@@ -28,7 +28,7 @@ __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "register_words", "regs_to_codes", "codes_to_regs", "value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values",
     "lanes_to_matrix", "matrix_to_lanes", "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
-    "format_code", "scale_matrices", "check_scale_register", "scale_codes", "pack_scale", "unpack_scale",
+    "format_code", "scale_matrices", "scale_registers", "check_scale_register", "scale_codes", "pack_scale", "unpack_scale",
 ]
 
 
@@ -390,6 +390,21 @@ def scale_matrices(spec: BuiltinSpec, scale_a, scale_b, opsel: tuple):
     sb = jnp.swapaxes(_scale_bytes(scale_b, opsel[1])[..., layouts.scale_lanes(spec.n, spec.k, spec.scale_block)],
                       -1, -2)
     return jnp.repeat(sa, spec.scale_block, axis=-1), jnp.repeat(sb, spec.scale_block, axis=-2)
+
+
+def scale_registers(spec: BuiltinSpec, a_codes, b_codes):
+    """The scale registers (byte 0) of one step of a block-scaled builtin from its scaled
+    codes (``element | scale << 8``): A (..., M, K), B (..., K, N) -> two (..., lanes) int32,
+    lane M*kb + i holding row i's (column's) scale of block kb, as a kernel loads them."""
+    blk = spec.scale_block
+    sa = (a_codes[..., :, ::blk] >> 8) & 0xFF  # (..., M, K/32): one element per block
+    sb = jnp.swapaxes((b_codes[..., ::blk, :] >> 8) & 0xFF, -1, -2)  # (..., N, K/32)
+    out = []
+    for s in (sa, sb):
+        lanes = layouts.scale_lanes(s.shape[-2], spec.k, blk).reshape(-1)
+        flat = s.reshape(*s.shape[:-2], -1)
+        out.append(permute(flat, np.argsort(lanes)).astype(jnp.int32))  # lane L takes entry lanes^-1(L)
+    return out[0], out[1]
 
 
 def _scale_bytes(regs, opsel: int):

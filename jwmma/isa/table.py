@@ -87,7 +87,7 @@ SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
 OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
-            "mfma_f32_32x32x4bf16_1k, ...) and f64 (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) are not emulated")
+            "mfma_f32_32x32x4bf16_1k, ...) and f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64)")
 
 #: the CDNA3 SMFMAC builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1):
 #: gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP
@@ -116,9 +116,9 @@ _EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp oper
 _CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accurate CDNA3 algorithm; FNUZ "
               "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC, and to gfx950, assumed")
 _MFMA_942 = ("measured: MMA-Sim's CDNA3 algorithm, validated on MI300X (gfx942) dense MFMA (f16/bf16 groups of 8, "
-             "fp8/bf8 16 in two stages); on gfx950 (target='gfx950', OCP fp8) [ASSUMED]")
-_MFMA_F32 = ("measured: MMA-Sim's CDNA3 f32 MFMA is an f32 FMA chain in K order, validated on MI300X; on gfx950 "
-             "[ASSUMED]")
+             "fp8/bf8 16 in two stages); the same on gfx950 (target='gfx950', OCP fp8) is an assumption")
+_MFMA_F32 = ("measured: MMA-Sim's CDNA3 f32 MFMA is an f32 FMA chain in K order, validated on MI300X; the same on "
+             "gfx950 is an assumption")
 _MFMA_XF32 = ("measured: MMA-Sim's CDNA3 xf32 MFMA (operands cut to xf32, fused groups of 4), validated on MI300X; "
               "gfx942 only")
 _MFMA_950 = ("[ASSUMED]: MMA-Sim's CDNA3 parameters applied to the gfx950 doubled-K form (no gfx950 "

@@ -72,7 +72,8 @@ def operand_note(spec: BuiltinSpec, operand: str) -> str:
     op = {"a": spec.a, "b": spec.b, "c": spec.c}[operand]
     vgprs = max(1, op.elems * op.elem_bits // 32)
     per = 32 // op.elem_bits
-    pack = "one per VGPR" if per == 1 else f"{per} per VGPR"
+    pack = "one per VGPR" if per == 1 else f"{per} per VGPR" if 32 % op.elem_bits == 0 else \
+        f"{op.elem_bits}-bit fields of one little-endian bit string"
     return (
         f"{letter}: {what}; {op.elems} {_elem_type(spec, operand)} elements per lane in "
         f"{vgprs} VGPR{'s' if vgprs > 1 else ''} ({pack}, low bits first)"
@@ -115,6 +116,8 @@ def describe(spec: BuiltinSpec, en: Entry, index_set: int = 0) -> str:
         return f"{where}  {bits:<17} -> position of {target:<9} (group q = {q}: dense k = {4 * q} + field)"
     letter = en.operand.upper()
     bits = f"v[{en.vgpr}] bits [{en.hi}:{en.lo}]"
+    if en.hi > 31:  # a 6-bit element straddling two VGPRs (BUILTINS_DENSE.md 5.2)
+        bits = f"v[{en.vgpr}] [31:{en.lo}] + v[{en.vgpr + 1}] [{en.hi - 32}:0]"
     target = f"{letter}[{en.row}][{en.col}]"
     line = f"{where}  {bits:<19} -> {target}"
     if en.operand == "a" and not spec.dense:

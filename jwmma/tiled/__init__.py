@@ -96,6 +96,10 @@ def gemm(
     options=None,
     backend: str | None = None,
     check: bool = False,
+    scale_a=None,
+    scale_b=None,
+    fmt_a: int | None = None,
+    fmt_b: int | None = None,
 ):
     """Emulate D = A x B + C as the tiled kernel issuing ``builtin`` once per K step.
 
@@ -137,6 +141,13 @@ def gemm(
         check: also check traced positions and integer values when the computation runs
             (concrete ones are always checked; `jwmma.checked` turns a failure into a
             ValueError inside jit); with check=False a traced position keeps its low 2 bits.
+        scale_a, scale_b: the block-scaled builtins' (mfma_scale_*) E8M0 scales, A's
+            (*batch, M, ceil(K/32)) per row and 32-K block, B's (*batch, ceil(K/32), N), uint8
+            codes or ml_dtypes.float8_e8m0fnu (None: no scaling, every factor 1); the kernel
+            loads each step's into the scale registers (byte 0). fmt_a, fmt_b: their format
+            codes (0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, 3 bf6 E3M2, 4 fp4 E2M1), by default
+            read from A's and B's dtypes; given, A or B may also be uint8 codes. Other
+            builtins take none of the four.
 
     What ``model="exact"`` means for a GEMM: each builtin call (K step) is exact and rounds
     once into the accumulator format, so a GEMM of S steps rounds S times and the order of
@@ -156,7 +167,9 @@ def gemm(
     first (`jwmma.tiled.processes.agree`), and a mismatch raises ValueError on every process.
     ``devices='local'`` uses this process's devices only (independent work per process).
     """
-    spec = lookup(builtin, target)
+    spec = operands.scaled_spec(lookup(builtin, target), a, b, scale_a, scale_b, fmt_a, fmt_b)
+    if spec.scaled:  # elements and their block scales as one word each (`operands.scaled_words`)
+        a, b = operands.scaled_words(spec, a, b, scale_a, scale_b)
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     prune = check_static_bool(prune, "prune")

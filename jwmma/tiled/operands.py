@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from ..engine.fragments import check_value_input, storage_bits, to_codes
+from ..engine.fragments import check_value_input, format_code, scale_codes, storage_bits, to_codes
 from ..engine.sparsity import check_2_4, compress_groups, prune_2_4, prune_bits
 from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values
-from ..isa.table import BuiltinSpec
+from ..isa.table import SCALE_FORMATS, BuiltinSpec, lookup
 from ..isa.types import element_type
 
-__all__ = ["Codes", "Form", "Inputs", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "word_dtype",
+__all__ = ["Codes", "Form", "Inputs", "scaled_spec", "scaled_words", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "word_dtype",
            "inputs", "convert", "codes", "pad_to", "pad_a", "pad_codes"]
 
 
@@ -73,6 +73,65 @@ class Inputs:
     k: int
     batch: tuple
     form: Form
+
+
+def scaled_spec(spec: BuiltinSpec, a, b, scale_a, scale_b, fmt_a, fmt_b) -> BuiltinSpec:
+    """The row a GEMM runs: a block-scaled builtin's for the formats of A and B (``fmt_a`` /
+    ``fmt_b`` codes, else their dtypes'); ValueError where another builtin is given scales or
+    formats."""
+    if not spec.scaled:
+        given = [n for n, v in (("scale_a", scale_a), ("scale_b", scale_b), ("fmt_a", fmt_a), ("fmt_b", fmt_b))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to the block-scaled builtins (mfma_scale_*); {spec.name} "
+                             f"takes none")
+        return spec
+    codes = []
+    for what, x, fmt in (("a", a, fmt_a), ("b", b, fmt_b)):
+        x = as_array(x, what)
+        if fmt is None:
+            codes.append(format_code(x.dtype, what))
+            continue
+        codes.append(fmt)
+        if np.dtype(x.dtype) not in (np.dtype(np.uint8), element_type(SCALE_FORMATS.get(fmt, "fp8")).format.dtype):
+            raise TypeError(f"{what} with fmt_{what}={fmt} must hold uint8 codes or that format's values, got {x.dtype}")
+    return lookup(spec.name, spec.target, tuple(codes))
+
+
+def scaled_words(spec: BuiltinSpec, a, b, scale_a, scale_b):
+    """A block-scaled GEMM's A (*batch, M, K) and B (*batch, K, N) as uint16 words
+    ``element code | E8M0 scale << 8`` (`jwmma.engine.step.split_scaled`): every element
+    carries its row's (column's) scale of its 32-K block, so padding, slicing and the K steps
+    keep them together (a zero pad is the value 0). Scales: A's (*batch, M, ceil(K/32)), B's
+    (*batch, ceil(K/32), N), None for 127 (factor 1); checked here, shapes and codes."""
+    a, b = as_array(a, "a"), as_array(b, "b")
+    out = []
+    for what, x, scale, fmt in (("a", a, scale_a, spec.a_format), ("b", b, scale_b, spec.b_format)):
+        if x.ndim < 2:
+            raise ValueError(f"{what} must be (*batch, {'M, K' if what == 'a' else 'K, N'}), got shape {tuple(x.shape)}")
+        if np.dtype(x.dtype) == np.dtype(np.uint8):
+            check_values(x, 0, (1 << fmt.bits) - 1, what, False)
+            bits = x
+        else:
+            bits = storage_bits(x)
+        k = x.shape[-1] if what == "a" else x.shape[-2]
+        blocks = -(-k // spec.scale_block)
+        want = (x.shape[-2], blocks) if what == "a" else (blocks, x.shape[-1])
+        axis = -1 if what == "a" else -2
+        if scale is None:
+            sc = np.full(want, 127, np.uint16)
+        else:
+            sc = as_array(scale, f"scale_{what}")
+            form = f"(*batch, M, ceil(K/32)) = (*batch, {want[0]}, {want[1]})" if what == "a" else \
+                f"(*batch, ceil(K/32), N) = (*batch, {want[0]}, {want[1]})"
+            if sc.ndim < 2 or tuple(sc.shape[-2:]) != want:
+                raise ValueError(f"scale_{what} must be {form}, got {tuple(sc.shape)}")
+            sc = scale_codes(sc, f"scale_{what}")
+        xp = np if isinstance(bits, np.ndarray) and isinstance(sc, np.ndarray) else jnp
+        sc = xp.repeat(xp.asarray(sc).astype(np.uint16), spec.scale_block, axis=axis)
+        sc = sc[..., :k] if what == "a" else sc[..., :k, :]
+        out.append(xp.asarray(bits).astype(np.uint16) | (sc << 8))
+    return out[0], out[1]
 
 
 def _padded_bits(a, k4: int):
@@ -180,6 +239,8 @@ def _checked_a(spec: BuiltinSpec, a, prune: bool, check: bool, lohi):
     shapes and positions, a dense A's 2:4 structure (concrete: now; traced: when it runs),
     the values' dtype and integer range. Floats come back as their bit patterns
     (`storage_bits`): padding, pruning and the 2:4 check run on bits."""
+    if spec.scaled:  # uint16 words of elements and scales, checked by `scaled_words`
+        return _checked_dense_a(a, prune, spec), None, a.shape[-1], "dense"
     if spec.dense:
         a = _checked_dense_a(a, prune, spec)
         a = check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi)
@@ -248,7 +309,8 @@ def inputs(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, sign
             f"a and b disagree on K: a is (*batch, M, K) with K={k}, b is (*batch, K, N) "
             f"with shape {tuple(b.shape)}"
         )
-    b = storage_bits(check_value_input(spec.b_type, b, "b", spec.name, check=check, lohi=rb))
+    if not spec.scaled:  # (scaled B: words, checked by `scaled_words`)
+        b = storage_bits(check_value_input(spec.b_type, b, "b", spec.name, check=check, lohi=rb))
     m, n = a.shape[-2], b.shape[-1]
     c = None if c is None else storage_bits(_checked_c(spec, c, m, n))
     shapes = [a.shape[:-2], b.shape[:-2]] + ([] if c is None else [c.shape[:-2]])

@@ -171,7 +171,8 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
         a_regs = regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, a_t))
         b_regs = regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, b_t))
         idx = fragments.index_words(spec, p_t, s)
-        d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, c_lanes), idx, s=s,
+        scales = fragments.scale_registers(spec, a_t, b_t) if spec.scaled else (None, None)
+        d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, c_lanes), idx, *scales, s=s,
                           options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
         return fragments.regs_to_codes(spec.c, d), None
 

@@ -83,17 +83,25 @@ def kernel_for(spec, model, options) -> bool:
     ``backend='auto'`` (``options.pallas.auto``): only where `AUTO` says it is faster."""
     if options.backend != "pallas":
         return False
-    fam = family(model)
+    fam = family(model) if _decodes(spec) else None
     if fam is None:
         if options.pallas.auto:
             return False
-        raise ValueError(f"backend='pallas' has no kernel for model {model.describe()} (families: "
-                         f"FusedGroups/CDNA3, Gfx12Dot4, Exact, FMAChain, IntegerDot); use backend='xla' or 'auto'")
+        what = (f"model {model.describe()} (families: FusedGroups/CDNA3, Gfx12Dot4, Exact, FMAChain, IntegerDot)"
+                if _decodes(spec) else f"{spec.name} ({spec.a_type} operands{', block scales' if spec.scaled else ''})")
+        raise ValueError(f"backend='pallas' has no kernel for {what}; use backend='xla' or 'auto'")
     if options.pallas.auto:
         if fam == "fma_chain" and not _crosschecked_chain(spec, model):
             return False  # on XLA until the GPU-vs-CPU crosscheck has run this kernel variant
         return AUTO.get((fam, spec.integer or spec.a_format.bits <= 8), False)
     return True
+
+
+def _decodes(spec) -> bool:
+    """Whether the kernels read this row's operands: 16-bit and narrower floats and integers
+    (not the f32/xf32 MFMA, whose operands are 32-bit registers the unit reads otherwise, nor
+    the block-scaled rows, whose operands carry scales)."""
+    return not spec.scaled and spec.a_type not in ("f32", "xf32")
 
 
 def _crosschecked_chain(spec, model: FMAChain) -> bool:
