@@ -84,10 +84,17 @@ _WF = ("wmma_f32_16x16x16_f16_w32_gfx12", "wmma_f32_16x16x16_bf16_w32_gfx12")
 _W16 = ("wmma_f16_16x16x16_f16_w32_gfx12", "wmma_bf16_16x16x16_bf16_w32_gfx12")
 _W8 = tuple(f"wmma_f32_16x16x16_{x}_{y}_w32_gfx12" for x in ("fp8", "bf8") for y in ("fp8", "bf8"))
 _WI = ("wmma_i32_16x16x16_iu8_w32_gfx12", "wmma_i32_16x16x16_iu4_w32_gfx12", "wmma_i32_16x16x32_iu4_w32_gfx12")
-DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in (None, "exact", "fma_chain_k", "fma_chain", "cdna3",
-                                                     "cdna3_c785138")]
+# dense CDNA MFMA (BUILTINS_DENSE.md) with a kernel: the 16-bit, fp8/bf8 (gfx942: FNUZ) and i8 rows
+_MF = ("mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16", "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k",
+       "mfma_f32_16x16x32_f16", "mfma_f32_32x32x16_f16", "mfma_f32_16x16x32_bf16", "mfma_f32_32x32x16_bf16")
+_M8 = tuple(f"mfma_f32_{mk}_{x}_{y}" for mk in ("32x32x16", "16x16x32") for x in ("fp8", "bf8") for y in ("fp8", "bf8"))
+_MI = ("mfma_i32_32x32x16_i8", "mfma_i32_16x16x32_i8", "mfma_i32_16x16x64_i8", "mfma_i32_32x32x32_i8")
+_FLOAT_MODELS = (None, "exact", "fma_chain_k", "fma_chain", "cdna3", "cdna3_c785138")
+DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in _FLOAT_MODELS]
+             + [(b, m, {}) for b in _MF + _M8 for m in _FLOAT_MODELS + ("gfx12_dot4",)]
              + [(b, m, {}) for b in _W16 for m in (None, "exact", "fma_chain_k", "fma_chain")]
-             + [(b, m, dict(clamp=cl)) for b in _WI for m in (None, "exact") for cl in (False, True)])
+             + [(b, m, dict(clamp=cl)) for b in _WI for m in (None, "exact") for cl in (False, True)]
+             + [(b, m, {}) for b in _MI for m in (None, "exact", "staged_clamp")])
 DENSE_CORE = [
     ("wmma_f32_16x16x16_f16_w32_gfx12", None, {}),  # gfx12_dot4, f32 by conversion
     ("wmma_bf16_16x16x16_bf16_w32_gfx12", None, {}),  # gfx12_dot4, per-step bf16 truncation
@@ -97,6 +104,9 @@ DENSE_CORE = [
     ("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", {}),
     ("wmma_i32_16x16x32_iu4_w32_gfx12", None, dict(clamp=True)),  # staged: c < 16, then the rest
     ("wmma_i32_16x16x16_iu8_w32_gfx12", "exact", dict(clamp=True)),
+    ("mfma_f32_16x16x32_bf8_fp8", None, {}),  # gfx942 FNUZ, fused groups of 16, dense A, 64 lanes
+    ("mfma_f32_32x32x16_bf16", None, {}),  # gfx950 doubled K
+    ("mfma_i32_16x16x32_i8", None, {}),  # the `long` operands
 ]
 DENSE_SLOW = [c for c in DENSE_ALL if c not in DENSE_CORE] + [
     ("wmma_f32_16x16x16_f16_w32_gfx12", None, dict(float_round=False)),
@@ -203,7 +213,7 @@ def test_dense_grid_covers_every_row_and_kernel_model():
                     want.add((name, m_obj))
             except ValueError:  # the model does not apply to the row, or has no kernel there
                 continue
-    assert len({b for b, _ in want}) == 11
+    assert len({b for b, _ in want}) == 11 + len(_MF) + len(_M8) + len(_MI)
     have = {(b, models.resolve(m, context(lookup(b)), lookup(b).default_model)) for b, m, _ in DENSE_ALL}
     assert want <= have, sorted(str(x) for x in want - have)
     assert all(c in DENSE_CORE or c in DENSE_SLOW for c in DENSE_ALL)

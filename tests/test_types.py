@@ -12,6 +12,11 @@ import jwmma
 from jwmma.isa.types import TYPES, element_type
 from oracles import formats as F
 from oracles.reference import ELEM_BITS, TABLE
+from oracles import mx as MX
+
+#: the dense MFMA's formats, as the MX oracle states them (xf32: the 19-bit cut of float32)
+MX_FMTS = {"fp6": MX.FP6_E2M3, "bf6": MX.BF6_E3M2, "fp4": MX.FP4_E2M1,
+           "xf32": F.Fmt("xf32", 8, 10, 127, "ieee", np.float32)}
 
 #: BUILTINS.md section 1 / 2.1 / 4.1: integer element ranges (iu: either signedness)
 RANGES = {"iu8": (-128, 255), "i8": (-128, 127), "iu4": (-8, 15), "i32": (-(2**31), 2**31 - 1)}
@@ -20,9 +25,12 @@ RANGES = {"iu8": (-128, 255), "i8": (-128, 127), "iu4": (-8, 15), "i32": (-(2**3
 def test_every_table_type_is_registered():
     used = {t for row in TABLE.values() for t in row[3:6]}
     used |= {"fp8_fnuz", "bf8_fnuz"}  # the gfx942 SMFMAC's fp8/bf8 (BUILTINS_MORE.md 1.1, tests/test_siblings.py)
+    used |= {"xf32", "fp6", "bf6", "fp4"}  # the dense MFMA's (BUILTINS_DENSE.md; tests/test_mfma_dense.py)
     assert used == set(TYPES)
-    assert {getattr(s, f"{w}_type") for s in jwmma.BUILTINS.values() for w in "abc"} == set(TYPES)
-    for spec in jwmma.BUILTINS.values():
+    specs = list(jwmma.BUILTINS.values())
+    specs += [jwmma.isa.table.lookup(s.name, None, (f, f)) for s in specs if s.scaled for f in range(5)]
+    assert {getattr(s, f"{w}_type") for s in specs for w in "abc"} == set(TYPES)
+    for spec in specs:
         for which in "abc":
             t = element_type(getattr(spec, f"{which}_type"))
             assert getattr(spec, which).elem_bits == t.bits
@@ -33,7 +41,12 @@ def test_facts_agree_with_the_specs(name):
     t = element_type(name)
     if name in ELEM_BITS:
         assert t.bits == ELEM_BITS[name]
-    if t.is_float:
+    if t.is_float and name in MX_FMTS:  # OCP MX formats and xf32: their own oracle (tests/oracles/mx.py)
+        ref = MX_FMTS[name]
+        fmt = t.format
+        assert (fmt.ebits, fmt.mbits, fmt.bias, fmt.bits) == (ref.ebits, ref.mbits, ref.bias, ref.bits)
+        assert fmt.nan == ref.nan and t.value_dtype() == np.dtype(ref.dtype)
+    elif t.is_float:
         ref = F.FMTS[name]
         fmt = t.format
         assert (fmt.ebits, fmt.mbits, fmt.bias, fmt.bits) == (ref.ebits, ref.mbits, ref.bias, ref.bits)
@@ -58,4 +71,8 @@ def test_register_dtypes_follow_api_md():
     assert packed.dtype == np.int32 and packed.accepts(np.uint32) and not packed.accepts(np.float32)
     assert not jwmma.BUILTINS["swmmac_f32_16x16x32_f16_w32"].a.storage.accepts(np.int16)
     with pytest.raises(ValueError, match="unknown element type"):
-        element_type("fp6")
+        element_type("fp5")
+    long = jwmma.BUILTINS["mfma_i32_16x16x32_i8"].a  # a 64-bit `long`: two int32 words
+    assert long.n == 2 and long.storage.hip == "long" and long.storage.dtype == np.int32
+    scaled = jwmma.BUILTINS["mfma_scale_f32_16x16x128_f8f6f4"].a  # v8i32 whatever the format
+    assert scaled.n == 8 and scaled.dtype == np.int32

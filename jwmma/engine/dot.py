@@ -24,7 +24,8 @@ from .validation import as_array, broadcast_batch
 __all__ = ["dot"]
 
 #: operand formats: every narrow float (the FNUZ fp8 variants too) and every narrow integer
-_FLOAT_INPUTS = tuple(f.dtype for f in FLOAT_FORMATS.values() if f is not F32)
+# the narrow float formats (float32 is the accumulator: f32/xf32 MFMA operands are builtin-only)
+_FLOAT_INPUTS = tuple(f.dtype for f in FLOAT_FORMATS.values() if f.dtype != np.dtype(np.float32))
 _INT_INPUTS = tuple(f.dtype for f in INT_FORMATS.values() if f is not I32)
 #: float accumulators: those of the table's element types
 _FLOAT_ACCS = tuple(t.format.dtype for t in TYPES.values() if t.accumulator and t.is_float)
