@@ -11,8 +11,9 @@ MI300; ``target="gfx950"`` for the same code on gfx950) and the 11 RDNA4 dense
 See ``jwmma.BUILTINS`` (the instruction table), ``jwmma.pack_a``... (fragments),
 ``jwmma.prune_2_4``... (2:4 sparsity), ``jwmma.gemm`` (whole GEMMs), ``jwmma.kernel`` (your
 own kernel's loaders), ``jwmma.models`` (arithmetic models), ``jwmma.Options`` (execution
-choices), ``jwmma.matmul`` (a model's y = x @ w through a builtin), ``jwmma.nn`` (Flax and
-Equinox layers on it) and ``jwmma.study`` (accumulation studies); the last two load on first use. The layers are
+choices), ``jwmma.matmul`` (a model's y = x @ w through a builtin), ``jwmma.Unit``,
+``jwmma.dot_general`` and ``jwmma.einsum`` (any contraction through an emulated unit, lax's and
+jnp's contracts), ``jwmma.nn`` (Flax and Equinox layers and a qwix provider on them) and ``jwmma.study`` (accumulation studies); the last two load on first use. The layers are
 described in docs/ARCHITECTURE.md.
 """
 from __future__ import annotations
@@ -81,7 +82,7 @@ from .engine.validation import checked
 from .isa.plot import plot_layout
 from .isa.table import BUILTINS, BuiltinSpec
 from .tiled import gemm
-from .quant import matmul
+from .quant import Unit, dot_general, einsum, matmul
 from .version import __version__
 
 #: the 50 builtin functions, in table order
@@ -108,7 +109,7 @@ BUILTIN_FUNCTIONS = (
 
 __all__ = [
     "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "nn", "index_violations",
-    "dot", "gemm", "matmul", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
+    "dot", "gemm", "matmul", "Unit", "dot_general", "einsum", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
