@@ -7,12 +7,14 @@ positions; the result's dimensions are the batch dims, then lhs's free dims, the
 in operand order) and computes it as the unit's tiled GEMM (`jwmma.gemm`):
 
 1. Canonical operands (layout only, no value changes): ``lhs_c`` = lhs transposed to (batch,
-   free, contracting) and reshaped to (*batch, N, K); ``rhs_c`` = rhs transposed to (batch,
-   contracting, free) and reshaped to (*batch, K, M). K runs over the contracting pairs in the
+   free, contracting) and reshaped to (G, N, K); ``rhs_c`` = rhs transposed to (batch,
+   contracting, free) and reshaped to (G, K, M). K runs over the contracting pairs in the
    order ``dimension_numbers`` lists them (the last pair fastest); N over lhs's free dims and
-   M over rhs's, in operand order (row-major). The batch dims stay separate dims of the GEMM.
-2. The instruction's operands: with ``unit.a == "rhs"`` (default) A = rhs_c^T (*batch, M, K)
-   and B = lhs_c^T (*batch, K, N), D = A @ B is the result transposed; with ``"lhs"`` A =
+   M over rhs's, in operand order (row-major); G over the batch pairs in their order (one GEMM
+   batch dim, absent without batch dims: the compiled programs depend on these four sizes
+   only, not on how the dims are laid out).
+2. The instruction's operands: with ``unit.a == "rhs"`` (default) A = rhs_c^T (G, M, K)
+   and B = lhs_c^T (G, K, N), D = A @ B is the result transposed; with ``"lhs"`` A =
    lhs_c, B = rhs_c and D is the result. A is pruned to 2:4 along K when ``unit.prune``; both
    are quantised by ``unit.scaling`` (`jwmma.quant.scaling`: 'row' = A per row, B per column,
    i.e. per output channel and per token; 'tensor' = one factor for the whole operand, batch
@@ -56,7 +58,7 @@ from . import scaling as sc
 from .unit import Unit
 
 __all__ = ["dot_general", "einsum", "contract", "quantise_gemm_operands", "check_dimension_numbers", "result_dtype",
-           "LOGGER"]
+           "einsum_dimension_numbers", "LOGGER"]
 
 #: the logger of the explicit fallbacks (``Unit(fallback="native")``), one record per kind
 LOGGER = logging.getLogger("jwmma.quant")
@@ -261,37 +263,55 @@ def _convert(y, dtype):
     return v if dtype == np.float64 else sc.cast(v, format_of(dtype))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 4))  # one program per unit, dtype and shape, eager calls too
-def _forward(unit: Unit, out_dtype, lhs_c, rhs_c, effective: bool):
-    """y_c (*batch, N, M) in ``out_dtype`` and, when ``effective``, the effective operands
-    (lhs_eff (*batch, N, K), rhs_eff (*batch, K, M), float32) for the backward pass (else
-    None). Called inside `x64_scope()`, so that transformations of its program (vmap) also see
-    64-bit types."""
+@functools.partial(jax.jit, static_argnums=(0, 3))  # one program per unit and shape, eager calls too
+def _forward(unit: Unit, lhs_c, rhs_c, effective: bool):
+    """y_c (G, N, M) float32 and, when ``effective``, the effective operands (lhs_eff (G, N, K),
+    rhs_eff (G, K, M), float32) for the backward pass (else None). Called inside `x64_scope()`,
+    so that transformations of its program (vmap) also see 64-bit types."""
     swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
     a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
     qa, qb = quantise_gemm_operands(a_in, b_in, unit)
-    d = gemm(qa.values, qb.values, **unit.gemm_keywords())  # (*batch, M, N), the accumulator's dtype
+    d = gemm(qa.values, qb.values, **unit.gemm_keywords())  # (G, M, N), the accumulator's dtype
     y = d.astype(jnp.float32) if unit.scaling == "none" and np.dtype(d.dtype) == np.float32 else \
         sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
     eff = None
     if effective:
         ea, eb = sc.effective(qa), sc.effective(qb)
         eff = (swap(eb), swap(ea)) if unit.a == "rhs" else (ea, eb)
-    return _convert(swap(y) if unit.a == "rhs" else y, out_dtype), eff
+    return swap(y) if unit.a == "rhs" else y, eff
+
+
+@functools.partial(jax.jit, static_argnums=0)  # apart from the GEMM: result dtypes share its program
+def _to_dtype(dtype, y):
+    """float32 ``y`` rounded once into ``dtype`` (inside `x64_scope()`)."""
+    return _convert(y, dtype)
+
+
+def _result(y, dtype):
+    return y if np.dtype(dtype) == np.float32 else _to_dtype(dtype, y)
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_unit(unit: Unit) -> Unit:
+    """``unit`` without the fields the forward program never reads (backward, fallback), so that
+    units differing only there share their compiled forward GEMMs."""
+    return unit if unit.backward is None and unit.fallback is None else unit.replace(backward=None, fallback=None)
 
 
 @functools.lru_cache(maxsize=256)
 def _core(unit: Unit, out_dtype):
     """The custom_vjp function (lhs_c, rhs_c) -> y_c of one unit and result dtype."""
+    forward_unit = _forward_unit(unit)
 
     @jax.custom_vjp
     def f(lhs_c, rhs_c):
         with x64_scope():
-            return _forward(unit, out_dtype, lhs_c, rhs_c, False)[0]
+            return _result(_forward(forward_unit, lhs_c, rhs_c, False)[0], out_dtype)
 
     def fwd(lhs_c, rhs_c):
         with x64_scope():
-            y, (lhs_eff, rhs_eff) = _forward(unit, out_dtype, lhs_c, rhs_c, True)
+            y, (lhs_eff, rhs_eff) = _forward(forward_unit, lhs_c, rhs_c, True)
+            y = _result(y, out_dtype)
         return y, (lhs_eff, rhs_eff, jnp.zeros((0,), lhs_c.dtype), jnp.zeros((0,), rhs_c.dtype))
 
     def bwd(res, g):
@@ -316,7 +336,7 @@ def _core(unit: Unit, out_dtype):
 
 @jax.custom_vjp
 def _empty(lhs_c, rhs_c, like):
-    """Zeros (*batch, N, M) like ``like`` for a GEMM without products (K = 0) or an empty result."""
+    """Zeros (G, N, M) like ``like`` for a GEMM without products (K = 0) or an empty result."""
     return jnp.zeros(lhs_c.shape[:-1] + rhs_c.shape[-1:], like.dtype)
 
 
@@ -371,12 +391,13 @@ def contract(unit: Unit, lhs, rhs, dims, out_dtype, *, a_what: str | None = None
     lc, rc, lb, rb = dims
     lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    batch = tuple(lhs.shape[d] for d in lb)
+    bshape = tuple(lhs.shape[d] for d in lb)
+    batch = (math.prod(bshape),) if lb else ()  # one GEMM batch dim: the programs depend on its size only
     lshape, rshape = tuple(lhs.shape[d] for d in lfree), tuple(rhs.shape[d] for d in rfree)
     n, m, k = math.prod(lshape), math.prod(rshape), math.prod(lhs.shape[d] for d in lc)
     lhs_c = _layout(lhs, lb + tuple(lfree) + lc, batch + (n, k))
     rhs_c = _layout(rhs, rb + rc + tuple(rfree), batch + (k, m))
-    out_shape = batch + lshape + rshape
+    out_shape = bshape + lshape + rshape
     _check_gemm(unit, lhs_c, rhs_c, k, a_what or f"{unit.a} (the unit's A) along its contracting dims (K)")
     if math.prod(batch) * n * m * k == 0:  # no product: zeros (K = 0) or an empty result
         like = jnp.zeros((0,), out_dtype)
@@ -466,6 +487,22 @@ def einsum(subscripts: str, *operands, unit: Unit | None = None, precision=None,
         raise ValueError(f"jwmma.einsum contracts two operands (one GEMM), got {len(operands)}: write the "
                          f"contraction as a chain of two-operand einsums, each through the unit")
     lhs, rhs = as_array(operands[0], "lhs"), as_array(operands[1], "rhs")
+    dn, perm = einsum_dimension_numbers(subscripts, lhs, rhs, a=unit.a)
+    y = dot_general(lhs, rhs, dn, precision, preferred_element_type, unit=unit, out_sharding=out_sharding)
+    return y if perm == tuple(range(len(perm))) else jnp.transpose(y, perm)
+
+
+def einsum_dimension_numbers(subscripts: str, lhs, rhs, a: str = "rhs"):
+    """The `dot_general` of a two-operand einsum (what `einsum` runs).
+
+    Args:
+        subscripts: the einsum string; lhs, rhs: the operands (anything with ``.shape``);
+            a: which operand is the instruction's A (its order of the contracting labels is K's).
+    Returns:
+        ``(dimension_numbers, perm)``: the dot_general's dimension numbers and the transpose
+        of its result into the output's order. ValueError (naming the labels) for what is no
+        single matrix product: a label summed in one operand, a diagonal, sizes that differ.
+    """
     ls, rs, out = _parse(subscripts, lhs, rhs)
     for name, labels in (("lhs", ls), ("rhs", rs)):
         twice = sorted({c for c in labels if labels.count(c) > 1})
@@ -478,18 +515,16 @@ def einsum(subscripts: str, *operands, unit: Unit | None = None, precision=None,
             raise ValueError(f"einsum {subscripts!r}: label(s) {summed} of {name} appear in neither the other operand "
                              f"nor the output (a sum, no matrix product): sum them out first, e.g. "
                              f"{name}.sum(axis=...), then contract")
-    for c in set(ls) & set(rs):
+    for c in sorted(set(ls) & set(rs)):
         if lhs.shape[ls.index(c)] != rhs.shape[rs.index(c)]:
             raise ValueError(f"einsum {subscripts!r}: label {c!r} has size {lhs.shape[ls.index(c)]} in lhs (shape "
                              f"{tuple(lhs.shape)}) and {rhs.shape[rs.index(c)]} in rhs (shape {tuple(rhs.shape)}); "
                              f"sizes must be equal (no broadcasting of size 1)")
-    a_labels = rs if unit.a == "rhs" else ls
+    a_labels = rs if a == "rhs" else ls
     batch = [c for c in out if c in ls and c in rs]
     contracted = [c for c in a_labels if c in ls and c in rs and c not in out]
     dn = ((tuple(ls.index(c) for c in contracted), tuple(rs.index(c) for c in contracted)),
           (tuple(ls.index(c) for c in batch), tuple(rs.index(c) for c in batch)))
-    y = dot_general(lhs, rhs, dn, precision, preferred_element_type, unit=unit, out_sharding=out_sharding)
     names = batch + [c for c in ls if c not in batch and c not in contracted] + \
         [c for c in rs if c not in batch and c not in contracted]
-    perm = tuple(names.index(c) for c in out)
-    return y if perm == tuple(range(len(perm))) else jnp.transpose(y, perm)
+    return dn, tuple(names.index(c) for c in out)
