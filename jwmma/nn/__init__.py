@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["flax", "equinox", "qwix", "require", "unit_of", "NEEDS"]
+__all__ = ["flax", "equinox", "qwix", "require", "unit_of", "NEEDS", "MATMUL_DEFAULTS"]
 
 #: submodule -> (the package it needs, its pip requirement, jwmma's extra that installs it)
 NEEDS = {"flax": ("flax", "flax>=0.11", "nn"), "equinox": ("equinox", "equinox>=0.11", "nn"),
@@ -46,13 +46,24 @@ def require(package: str):
                           f"pip install 'jwmma[{extra}]' (or pip install '{req}')") from e
 
 
+#: matmul's keywords and their defaults (a layer or transform takes these or ``unit=``)
+MATMUL_DEFAULTS = dict(builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=True, target=None,
+                       backend=None, options=None, devices=None, mesh=None, mesh_axes=None)
+
+
+def _is_default(name, value) -> bool:
+    default = MATMUL_DEFAULTS.get(name, object())
+    return value is default or (type(value) is type(default) and value == default)
+
+
 def unit_of(unit, matmul_keywords: dict, where: str):
     """The `jwmma.Unit` a layer or transform was given: ``unit`` itself, or the unit of
     `jwmma.matmul`'s keywords (`jwmma.quant.config`), never both.
 
     Args:
-        unit: a `jwmma.Unit` or None; matmul_keywords: the matmul keywords given (only those
-            that differ from their defaults); where: the caller, for the message.
+        unit: a `jwmma.Unit` or None; matmul_keywords: matmul's keywords as the caller got
+            them (those still at their defaults do not count as given); where: the caller,
+            for the message.
     Returns:
         The `jwmma.Unit`.
     """
@@ -60,6 +71,7 @@ def unit_of(unit, matmul_keywords: dict, where: str):
 
     if unit is None:
         return config(**matmul_keywords)
+    matmul_keywords = {k: v for k, v in matmul_keywords.items() if not _is_default(k, v)}
     if not isinstance(unit, Unit):
         raise TypeError(f"{where}: unit must be a jwmma.Unit, got {type(unit).__name__}")
     if matmul_keywords:

@@ -23,18 +23,7 @@ from ..quant import Unit, dot_general
 
 eqx = require("equinox")
 
-__all__ = ["Linear", "emulate", "restore", "MATMUL_DEFAULTS"]
-
-#: matmul's keywords and their defaults (a layer or transform takes these or ``unit=``)
-MATMUL_DEFAULTS = dict(builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=True, target=None,
-                       backend=None, options=None, devices=None, mesh=None, mesh_axes=None)
-
-
-def _unit(unit, kw, where) -> Unit:
-    given = {k: v for k, v in kw.items()
-             if k not in MATMUL_DEFAULTS or not (v is MATMUL_DEFAULTS[k] or (type(v) is type(MATMUL_DEFAULTS[k])
-                                                                              and v == MATMUL_DEFAULTS[k]))}
-    return unit_of(unit, given, where)
+__all__ = ["Linear", "emulate", "restore"]
 
 
 class Linear(eqx.Module):
@@ -77,7 +66,7 @@ class Linear(eqx.Module):
         self.weight = weight
         self.bias = bias if use_bias else None
         self.in_features, self.out_features, self.use_bias = in_features, out_features, use_bias
-        self.unit = _unit(unit, dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
+        self.unit = unit_of(unit, dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
                                      backend=backend, options=options, devices=devices, mesh=mesh,
                                      mesh_axes=mesh_axes), "jwmma.nn.equinox.Linear")
 
@@ -118,7 +107,7 @@ def emulate(tree, /, unit: Unit | None = None, **matmul_keywords):
     `Linear` with the same arrays, through ``unit`` (a `jwmma.Unit`) or ``matmul_keywords``
     (`jwmma.matmul`'s). Returns the new tree (Equinox modules are immutable); layers already
     switched are left as they are."""
-    unit = _unit(unit, matmul_keywords, "jwmma.nn.equinox.emulate")
+    unit = unit_of(unit, matmul_keywords, "jwmma.nn.equinox.emulate")
     return jax.tree_util.tree_map(lambda m: Linear.from_linear(m, unit) if _is_linear(m) else m,
                                   tree, is_leaf=_is_linear)
 

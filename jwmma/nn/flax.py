@@ -30,7 +30,7 @@ from ..quant import Unit, dot_general
 _flax = require("flax")
 from flax import linen, nnx  # noqa: E402
 
-__all__ = ["Linear", "DotGeneral", "emulate", "emulated", "restore", "intercept_dense", "MATMUL_DEFAULTS"]
+__all__ = ["Linear", "DotGeneral", "emulate", "emulated", "restore", "intercept_dense"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,18 +51,8 @@ class DotGeneral:
                            out_sharding=out_sharding)
 
 
-#: matmul's keywords and their defaults (a layer or transform takes these or ``unit=``)
-MATMUL_DEFAULTS = dict(builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=True, target=None,
-                       backend=None, options=None, devices=None, mesh=None, mesh_axes=None)
-
-
-def _same(a, b) -> bool:
-    return a is b or (type(a) is type(b) and a == b)
-
-
 def _dot(unit, kw, where) -> DotGeneral:
-    given = {k: v for k, v in kw.items() if k not in MATMUL_DEFAULTS or not _same(v, MATMUL_DEFAULTS[k])}
-    return DotGeneral(unit_of(unit, given, where))
+    return DotGeneral(unit_of(unit, kw, where))
 
 
 class Linear(nnx.Linear):
