@@ -243,3 +243,30 @@ def test_qwix_under_jit_gives_the_eager_bits():
     jitted = jax.jit(qmodel.apply)(params, tok)
     assert sum(provider.counts.values()) == 9
     np.testing.assert_array_equal(bits(jitted), bits(eager))
+
+
+@pytest.mark.slow  # new GEMM shapes (jnp.einsum orders the pairwise products itself)
+def test_qwix_einsums_beyond_one_product():
+    """Einsums that are no single product (three operands, a summed label, the interleaved form)
+    run jnp.einsum with the unit's dot_general for each pairwise product; one operand is no
+    contraction and stays native."""
+    qwix = pytest.importorskip("qwix")
+    linen = pytest.importorskip("flax.linen")
+    jq = pytest.importorskip("jwmma.nn.qwix")
+
+    class M(linen.Module):
+        @linen.compact
+        def __call__(self, x):
+            w = self.param("w", linen.initializers.normal(), (16, 16))
+            return (jnp.einsum("ij,jk,kl->il", x, w, w).sum() + jnp.einsum("ij,jk->i", x, w).sum()
+                    + jnp.einsum(x, [0, 1], w, [1, 2], [0, 2]).sum() + jnp.einsum("ii->i", w).sum())
+
+    x = tokens_x().reshape(8, 16)
+    params = M().init(jax.random.PRNGKey(0), x)
+    n_native = count_dot_generals(jax.make_jaxpr(M().apply)(params, x).jaxpr)
+    provider = jq.provider(UNIT)
+    qmodel = qwix.quantize_model(M(), provider)
+    provider.reset_counts()
+    y = qmodel.apply(params, x)
+    assert provider.counts == {("einsum", "unit"): 3} and n_native == 4  # the 3-operand einsum: 2 products
+    assert np.isfinite(y) and y != M().apply(params, x)

@@ -165,7 +165,7 @@ class Provider(qwix.QuantizationProvider):
         """``jax.numpy.einsum`` under the provider."""
         native = dict(out=out, optimize=optimize, precision=precision, preferred_element_type=preferred_element_type,
                       out_sharding=out_sharding)
-        arrays = operands if isinstance(subscripts, str) else (subscripts,) + operands[::2]  # or interleaved
+        arrays = operands if isinstance(subscripts, str) else (subscripts,) + operands[1::2]  # or interleaved
         if len([x for x in arrays if not isinstance(x, (list, tuple))]) < 2:  # one operand: no contraction
             return jnp.einsum(subscripts, *operands, _dot_general=_dot_general, **native)
         unit = self._unit("einsum")
