@@ -270,3 +270,20 @@ def test_qwix_einsums_beyond_one_product():
     y = qmodel.apply(params, x)
     assert provider.counts == {("einsum", "unit"): 3} and n_native == 4  # the 3-operand einsum: 2 products
     assert np.isfinite(y) and y != M().apply(params, x)
+
+
+@pytest.mark.slow  # ~40 s on 2 cores: the 7 emulated GEMMs of the transformer compile
+def test_bench_dot_general_small(tmp_path):
+    """benchmarks/bench_dot_general.py --small runs on a CPU and writes its rows."""
+    import json
+    import pathlib
+
+    pytest.importorskip("flax")
+    script = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_dot_general.py"
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(script), "--small", "--repeat", "1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert [r["pass_"].split()[0] for r in got["rows"]] == ["native", "unit"] and got["ratio"]["median_s"] > 0
+    assert "| ratio unit / native |" in proc.stdout
