@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..engine.sparsity import check_2_4, prune_2_4
+from ..engine.sparsity import check_2_4, compress_groups, prune_2_4
 from ..engine.validation import as_array, is_concrete
 from ..keywords import strict_keywords
 from ..numerics.formats import F32, format_of
@@ -254,6 +254,30 @@ def quantise_gemm_operands(a, b, unit: Unit):
     return qa, qb
 
 
+_WIDTH = {1: jnp.uint8, 2: jnp.uint16}
+
+
+def _pad_k(v, axis):
+    """``v`` zero-padded along ``axis`` (K) to a multiple of 4."""
+    pad = -v.shape[axis] % 4
+    if not pad:
+        return v
+    widths = [(0, 0)] * v.ndim
+    widths[axis] = (0, pad)
+    return jnp.pad(v, widths)
+
+
+def _compressed(a):
+    """A (G, M, K) in the input format, pruned by the unit: the (values, positions) pair that
+    `jwmma.gemm` compresses a dense-shaped A into (K padded to whole groups, compressed on the
+    bits, `compress_groups`). Given as a pair, gemm does not check the 2:4 structure again when
+    the program runs: the check of a traced dense A is a host callback (a debug effect), which
+    costs a round trip per GEMM and keeps the contraction alive where its result is unused."""
+    bits = _pad_k(lax.bitcast_convert_type(a, _WIDTH[np.dtype(a.dtype).itemsize]), -1)
+    values, positions = compress_groups(bits, float_bits=True)
+    return lax.bitcast_convert_type(values, a.dtype), positions
+
+
 def _convert(y, dtype):
     """float32 ``y`` rounded once into ``dtype`` (module doc, step 3)."""
     dtype = np.dtype(dtype)
@@ -271,7 +295,9 @@ def _forward(unit: Unit, lhs_c, rhs_c, effective: bool):
     swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
     a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
     qa, qb = quantise_gemm_operands(a_in, b_in, unit)
-    d = gemm(qa.values, qb.values, **unit.gemm_keywords())  # (G, M, N), the accumulator's dtype
+    a_gemm, b_gemm = (_compressed(qa.values), _pad_k(qb.values, -2)) if unit.prune and not unit.spec.dense else \
+        (qa.values, qb.values)
+    d = gemm(a_gemm, b_gemm, **unit.gemm_keywords())  # (G, M, N), the accumulator's dtype
     y = d.astype(jnp.float32) if unit.scaling == "none" and np.dtype(d.dtype) == np.float32 else \
         sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
     eff = None
@@ -321,10 +347,10 @@ def _core(unit: Unit, out_dtype):
         batch = tuple(range(nb))
         over_m = (((nb + 1,), (nb + 1,)), (batch, batch))  # g (*b, N, M) . rhs_eff (*b, K, M) -> (*b, N, K)
         over_n = (((nb,), (nb,)), (batch, batch))  # lhs_eff (*b, N, K) . g (*b, N, M) -> (*b, K, M)
-        if unit.backward is None:
-            hi = lax.Precision.HIGHEST
-            dl = lax.dot_general(g, rhs_eff, over_m, precision=hi, preferred_element_type=jnp.float32)
-            dr = lax.dot_general(lhs_eff, g, over_n, precision=hi, preferred_element_type=jnp.float32)
+        if unit.backward is None:  # g @ rhs_eff^T and lhs_eff^T @ g, written as jwmma.matmul always wrote them
+            mm = functools.partial(jnp.dot if nb == 0 else jnp.matmul, precision=lax.Precision.HIGHEST)
+            swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
+            dl, dr = mm(g, swap(rhs_eff)), mm(swap(lhs_eff), g)
         else:
             dl = dot_general(g, rhs_eff, over_m, unit=unit.backward)
             dr = dot_general(lhs_eff, g, over_n, unit=unit.backward)
