@@ -12,8 +12,9 @@ named without the ``__builtin_amdgcn_`` prefix and taking the HIP arguments in H
 See ``jwmma.BUILTINS`` (the instruction table), ``jwmma.pack_a``... (fragments),
 ``jwmma.prune_2_4``... (2:4 sparsity), ``jwmma.gemm`` (whole GEMMs), ``jwmma.kernel`` (your
 own kernel's loaders), ``jwmma.models`` (arithmetic models), ``jwmma.Options`` (execution
-choices), ``jwmma.matmul`` (a model's y = x @ w through a builtin), ``jwmma.nn`` (Flax and
-Equinox layers on it) and ``jwmma.study`` (accumulation studies); the last two load on first use. The layers are
+choices), ``jwmma.matmul`` (a model's y = x @ w through a builtin), ``jwmma.Unit``,
+``jwmma.dot_general`` and ``jwmma.einsum`` (any contraction through an emulated unit, lax's and
+jnp's contracts), ``jwmma.nn`` (Flax and Equinox layers and a qwix provider on them) and ``jwmma.study`` (accumulation studies); the last two load on first use. The layers are
 described in docs/ARCHITECTURE.md.
 """
 from __future__ import annotations
@@ -109,7 +110,7 @@ from .engine.validation import checked
 from .isa.plot import plot_layout
 from .isa.table import BUILTINS, BuiltinSpec
 from .tiled import gemm
-from .quant import matmul
+from .quant import Unit, dot_general, einsum, matmul
 from .version import __version__
 
 #: the 76 builtin functions, in table order
@@ -144,8 +145,9 @@ BUILTIN_FUNCTIONS = (
 
 __all__ = [
     "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "nn", "index_violations",
-    "dot", "gemm", "matmul", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
-    "pack_scale", "unpack_scale", "prune_2_4", "compress_2_4", "decompress_2_4", "checked", "plot_layout", "__version__",
+    "dot", "gemm", "matmul", "Unit", "dot_general", "einsum", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c",
+    "unpack_c", "pack_index", "unpack_index", "pack_scale", "unpack_scale", "prune_2_4", "compress_2_4",
+    "decompress_2_4", "checked", "plot_layout", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
 

@@ -64,7 +64,8 @@ def test_api_md_and_readme_names_exist():
     """The names the contract (docs/spec/API.md) and the README promise."""
     for name in ("BUILTINS", "BuiltinSpec", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c",
                  "pack_index", "unpack_index", "prune_2_4", "compress_2_4", "decompress_2_4", "gemm", "dot",
-                 "index_violations", "plot_layout", "Options", "kernel", "study", "models"):
+                 "index_violations", "plot_layout", "Options", "kernel", "study", "models", "matmul", "Unit",
+                 "dot_general", "einsum"):
         assert hasattr(jwmma, name), name
     for name in ("PRESETS", "Model", "Context", "Exact", "FMAChain", "FusedGroups", "CDNA3", "Gfx12Dot4",
                  "IntegerDot", "resolve"):
@@ -105,7 +106,9 @@ ENTRY_POINTS = ["jwmma.tiled.gemm", "jwmma.engine.dot.dot", "jwmma.kernel.runner
                 "jwmma.models.base.Model.accumulate", "jwmma.models.base.Model.instruction",
                 "jwmma.models.base.Model.working_set", "jwmma.kernel.policy.Policy.call_mma",
                 "jwmma.kernel.policy.as_policy", "jwmma.kernel.policy.metadata", "jwmma.isa.conventions.hip_args",
-                "jwmma.tiled.plan.plan_gemm", "jwmma.cli.main"]
+                "jwmma.tiled.plan.plan_gemm", "jwmma.cli.main", "jwmma.quant.matmul.matmul", "jwmma.quant.unit.Unit",
+                "jwmma.quant.dot_general.dot_general", "jwmma.quant.dot_general.einsum",
+                "jwmma.quant.dot_general.contract", "jwmma.quant.dot_general.check_dimension_numbers"]
 
 
 def test_everything_public_has_a_docstring():

@@ -1,4 +1,5 @@
-"""Equinox layers whose matmul is `jwmma.matmul` (API.md section 9).
+"""Equinox layers whose matmul is `jwmma.matmul` (API.md section 9) or a `jwmma.Unit`'s
+`jwmma.dot_general` (API.md section 11).
 
 `Linear` has the fields of ``equinox.nn.Linear`` (``weight`` (out, in), ``bias`` (out,),
 ``in_features``, ``out_features``, ``use_bias``) plus the static matmul configuration, and is
@@ -8,14 +9,17 @@ transform that replaces every ``equinox.nn.Linear`` of a model (an ``eqx.nn.MLP`
 transformer...) by `Linear` with the same arrays; `restore` turns them back.
 
 weight^T (in, out) is matmul's w (K, N): pruned 2:4 along the input features, the builtin's A.
+The layer computes ``jwmma.dot_general(x, weight, contracting x's last dim with weight's
+second, unit=unit)``: the bits of ``jwmma.matmul(x, weight.T)``, the dtype of x and the weight
+promoted (float32 for a float32 layer), as ``equinox.nn.Linear``'s own product.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from . import require
-from ..quant import MatmulConfig, apply, config
+from . import require, unit_of
+from ..quant import Unit, dot_general
 
 eqx = require("equinox")
 
@@ -28,10 +32,11 @@ class Linear(eqx.Module):
     Args:
         in_features, out_features, use_bias, dtype, key: as ``equinox.nn.Linear`` (the
             weights are drawn by it); or ``weight`` and ``bias`` given (no key needed).
+        unit: a `jwmma.Unit`; or
         builtin, model, scaling, prune, target, backend, options, devices, mesh, mesh_axes:
             `jwmma.matmul`'s keywords.
-    Call: x (in,) or (..., in) -> (out,) / (..., out) float32 (plus the bias); ``'scalar'``
-    features as in Equinox.
+    Call: x (in,) or (..., in) -> (out,) / (..., out) (plus the bias), float32 for float32
+    x and weight; ``'scalar'`` features as in Equinox.
     """
 
     weight: jax.Array
@@ -39,10 +44,11 @@ class Linear(eqx.Module):
     in_features: int | str = eqx.field(static=True)
     out_features: int | str = eqx.field(static=True)
     use_bias: bool = eqx.field(static=True)
-    config: MatmulConfig = eqx.field(static=True)
+    unit: Unit = eqx.field(static=True)
 
     def __init__(self, in_features, out_features, use_bias: bool = True, dtype=None, *, key=None, weight=None,
-                 bias=None, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row",
+                 bias=None, unit: Unit | None = None, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None,
+                 scaling: str = "row",
                  prune: bool = True, target=None, backend=None, options=None, devices=None, mesh=None,
                  mesh_axes=None):
         if weight is None:
@@ -60,14 +66,21 @@ class Linear(eqx.Module):
         self.weight = weight
         self.bias = bias if use_bias else None
         self.in_features, self.out_features, self.use_bias = in_features, out_features, use_bias
-        self.config = config(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
-                             backend=backend, options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes)
+        self.unit = unit_of(unit, dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
+                                     backend=backend, options=options, devices=devices, mesh=mesh,
+                                     mesh_axes=mesh_axes), "jwmma.nn.equinox.Linear")
+
+    @property
+    def config(self) -> Unit:
+        """The unit (the former name of this field)."""
+        return self.unit
 
     @classmethod
-    def from_linear(cls, linear, **matmul_keywords) -> "Linear":
-        """The `Linear` holding the arrays of an ``equinox.nn.Linear`` (shared, not copied)."""
+    def from_linear(cls, linear, unit: Unit | None = None, **matmul_keywords) -> "Linear":
+        """The `Linear` holding the arrays of an ``equinox.nn.Linear`` (shared, not copied),
+        through ``unit`` or matmul's keywords."""
         return cls(linear.in_features, linear.out_features, linear.use_bias, weight=linear.weight,
-                   bias=linear.bias, **matmul_keywords)
+                   bias=linear.bias, unit=unit, **matmul_keywords)
 
     def to_linear(self):
         """The ``equinox.nn.Linear`` with this layer's arrays."""
@@ -79,7 +92,7 @@ class Linear(eqx.Module):
     def __call__(self, x, *, key=None):
         if self.in_features == "scalar":
             x = jnp.expand_dims(x, -1)
-        y = apply(self.config, x, jnp.swapaxes(self.weight, 0, 1))
+        y = dot_general(x, self.weight, (((x.ndim - 1,), (1,)), ((), ())), unit=self.unit)
         if self.use_bias:
             y = y + self.bias
         return jnp.squeeze(y, -1) if self.out_features == "scalar" else y
@@ -89,11 +102,13 @@ def _is_linear(x) -> bool:
     return isinstance(x, eqx.nn.Linear)
 
 
-def emulate(tree, /, **matmul_keywords):
+def emulate(tree, /, unit: Unit | None = None, **matmul_keywords):
     """Replace every ``equinox.nn.Linear`` in ``tree`` (a model or any pytree of modules) by a
-    `Linear` with the same arrays and ``matmul_keywords`` (`jwmma.matmul`'s). Returns the new
-    tree (Equinox modules are immutable); layers already switched are left as they are."""
-    return jax.tree_util.tree_map(lambda m: Linear.from_linear(m, **matmul_keywords) if _is_linear(m) else m,
+    `Linear` with the same arrays, through ``unit`` (a `jwmma.Unit`) or ``matmul_keywords``
+    (`jwmma.matmul`'s). Returns the new tree (Equinox modules are immutable); layers already
+    switched are left as they are."""
+    unit = unit_of(unit, matmul_keywords, "jwmma.nn.equinox.emulate")
+    return jax.tree_util.tree_map(lambda m: Linear.from_linear(m, unit) if _is_linear(m) else m,
                                   tree, is_leaf=_is_linear)
 
 

@@ -1,4 +1,5 @@
-"""Flax layers whose matmul is `jwmma.matmul` (API.md section 9).
+"""Flax layers whose matmul is `jwmma.matmul` (API.md section 9) and any contraction a
+`jwmma.Unit` (API.md section 11).
 
 Flax's own recommendation is the NNX API (``flax.nnx``, the default since Flax 0.11): `Linear`
 is an ``nnx.Linear`` whose ``dot_general`` is jwmma's, so its parameters (``kernel`` (in, out),
@@ -9,16 +10,22 @@ every ``nnx.Linear`` of an existing model over in place (the parameters stay whe
 (``flax.linen.intercept_methods``).
 
 The kernel (in, out) is matmul's w (K, N): pruned 2:4 along the input features, the builtin's
-A. ``precision`` and ``preferred_element_type`` of the layer are ignored (the builtin decides
-the arithmetic; the result is float32, then the layer's bias is added).
+A. The layer's ``dot_general`` is `jwmma.dot_general` with the unit (`DotGeneral`): lax's
+contract, so the result dtype follows the inputs (or ``preferred_element_type``), and a
+``precision`` other than None/DEFAULT/HIGHEST is refused (the unit decides the arithmetic).
+
+Any Flax layer that takes a ``dot_general`` (Linen ``Dense``/``DenseGeneral``, NNX
+``Linear``/``LinearGeneral``) takes ``functools.partial(jwmma.dot_general, unit=unit)`` or
+``DotGeneral(unit)``; NNX ``Einsum`` takes ``einsum_op=functools.partial(jwmma.einsum,
+unit=unit)``. Linen's ``Einsum`` has no such hook: `jwmma.nn.qwix` reaches it.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 
-from . import require
-from ..quant import MatmulConfig, apply, config
+from . import require, unit_of
+from ..quant import Unit, dot_general
 
 _flax = require("flax")
 from flax import linen, nnx  # noqa: E402
@@ -28,22 +35,24 @@ __all__ = ["Linear", "DotGeneral", "emulate", "emulated", "restore", "intercept_
 
 @dataclasses.dataclass(frozen=True)
 class DotGeneral:
-    """A ``dot_general`` for ``nnx.Linear``: the contraction of x's last axis with the kernel's
-    first, through `jwmma.matmul` with ``config`` (a `jwmma.quant.MatmulConfig`). Hashable, so
-    it is static metadata of the module (part of the jit key, never a traced value)."""
+    """A layer's ``dot_general``: `jwmma.dot_general` with ``unit`` (a `jwmma.Unit`). Hashable
+    and compared by value, so it is static metadata of an NNX module (part of the jit key,
+    never a traced value) and two layers with equal units share their compiled programs."""
 
-    config: MatmulConfig
+    unit: Unit
 
-    def __call__(self, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, **unused):
-        (lc, rc), (lb, rb) = dimension_numbers
-        if tuple(lb) or tuple(rb) or tuple(lc) != (lhs.ndim - 1,) or tuple(rc) != (0,) or rhs.ndim != 2:
-            raise ValueError(f"jwmma's dot_general computes x (..., K) @ w (K, N) only, got dimension_numbers "
-                             f"{dimension_numbers} for shapes {lhs.shape} x {rhs.shape}")
-        return apply(self.config, lhs, rhs)
+    @property
+    def config(self) -> Unit:
+        """The unit (the former name of this field)."""
+        return self.unit
+
+    def __call__(self, lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
+        return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type, unit=self.unit,
+                           out_sharding=out_sharding)
 
 
-def _dot(kw) -> DotGeneral:
-    return DotGeneral(config(**kw))
+def _dot(unit, kw, where) -> DotGeneral:
+    return DotGeneral(unit_of(unit, kw, where))
 
 
 class Linear(nnx.Linear):
@@ -51,17 +60,20 @@ class Linear(nnx.Linear):
 
     Args:
         in_features, out_features, rngs and every other keyword of ``nnx.Linear``.
+        unit: a `jwmma.Unit`; or
         builtin, model, scaling, prune, target, backend, options, devices, mesh, mesh_axes:
             `jwmma.matmul`'s keywords (default: CDNA4 fp8, its default model, row scaling,
             2:4 pruning).
-    Call: x (..., in_features) -> (..., out_features) float32 (plus the bias).
+    Call: x (..., in_features) -> (..., out_features) (plus the bias), the dtype of x and the
+    kernel promoted (float32 for a float32 layer).
     """
 
-    def __init__(self, in_features: int, out_features: int, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8",
-                 model=None, scaling: str = "row", prune: bool = True, target=None, backend=None, options=None,
-                 devices=None, mesh=None, mesh_axes=None, **kwargs):
-        dot = _dot(dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target, backend=backend,
-                        options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes))
+    def __init__(self, in_features: int, out_features: int, *, unit: Unit | None = None,
+                 builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row", prune: bool = True,
+                 target=None, backend=None, options=None, devices=None, mesh=None, mesh_axes=None, **kwargs):
+        dot = _dot(unit, dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
+                              backend=backend, options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes),
+                   "jwmma.nn.flax.Linear")
         if "dot_general" in kwargs:
             raise ValueError("jwmma.nn.flax.Linear sets dot_general itself; use nnx.Linear for another one")
         super().__init__(in_features, out_features, dot_general=dot, **kwargs)
@@ -72,17 +84,19 @@ def _linears(model):
     return [m for _, m in found if isinstance(m, nnx.Linear)]
 
 
-def emulate(module, /, **matmul_keywords):
+def emulate(module, /, unit: Unit | None = None, **matmul_keywords):
     """Switch every ``nnx.Linear`` of ``module`` (itself included) to jwmma's matmul, in place.
 
     Args:
         module: an ``nnx.Module`` (positional: ``model=`` is matmul's keyword).
+        unit: a `jwmma.Unit`; or
         **matmul_keywords: `jwmma.matmul`'s keywords (builtin, model, scaling, ...).
     Returns:
         ``module`` (the same object; the parameters are untouched, only each layer's
-        ``dot_general`` changes). The original dot_generals are kept for `restore`.
+        ``dot_general`` changes to `DotGeneral`). The original dot_generals are kept for
+        `restore`.
     """
-    dot = _dot(matmul_keywords)
+    dot = _dot(unit, matmul_keywords, "jwmma.nn.flax.emulate")
     for lin in _linears(module):
         if not isinstance(lin.dot_general, DotGeneral):
             lin._jwmma_original_dot = lin.dot_general
@@ -102,10 +116,10 @@ def restore(module, /):
 
 
 @contextlib.contextmanager
-def emulated(module, /, **matmul_keywords):
-    """``with emulated(module, builtin=...):`` every ``nnx.Linear`` of the module runs through
-    jwmma inside the block and is restored after it."""
-    emulate(module, **matmul_keywords)
+def emulated(module, /, unit: Unit | None = None, **matmul_keywords):
+    """``with emulated(module, unit):`` (or matmul's keywords) every ``nnx.Linear`` of the
+    module runs through jwmma inside the block and is restored after it."""
+    emulate(module, unit, **matmul_keywords)
     try:
         yield module
     finally:
@@ -113,18 +127,21 @@ def emulated(module, /, **matmul_keywords):
 
 
 @contextlib.contextmanager
-def intercept_dense(**matmul_keywords):
-    """A context in which every ``flax.linen.Dense`` call computes x @ kernel with
-    `jwmma.matmul` (then adds its bias), for Linen models: ``with intercept_dense(builtin=...):
-    y = model.apply(params, x)``. Initialisation runs unchanged."""
-    cfg = config(**matmul_keywords)
+def intercept_dense(unit: Unit | None = None, **matmul_keywords):
+    """A context in which every ``flax.linen.Dense`` call computes x @ kernel through the unit
+    (``unit=`` or `jwmma.matmul`'s keywords; then adds its bias), for Linen models: ``with
+    intercept_dense(unit): y = model.apply(params, x)``. Initialisation runs unchanged.
+    (``linen.Dense(dot_general=functools.partial(jwmma.dot_general, unit=unit))`` does the same
+    for a layer you build; `jwmma.nn.qwix` reaches every contraction of a model.)"""
+    dot = _dot(unit, matmul_keywords, "jwmma.nn.flax.intercept_dense")
 
     def interceptor(next_fun, args, kwargs, context):
         mod = context.module
         if not isinstance(mod, linen.Dense) or context.method_name != "__call__" or mod.is_initializing():
             return next_fun(*args, **kwargs)
         kernel = linen.meta.unbox(mod.get_variable("params", "kernel"))
-        y = apply(cfg, args[0], kernel)
+        x = args[0]
+        y = dot(x, kernel, (((x.ndim - 1,), (0,)), ((), ())))
         if mod.use_bias:
             y = y + linen.meta.unbox(mod.get_variable("params", "bias"))
         return y

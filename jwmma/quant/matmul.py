@@ -10,98 +10,42 @@ Under `jax.grad` the backward pass is the straight-through estimator (a `jax.cus
 dx = g @ w_eff^T and dw = x_eff^T @ g, float32 products (precision HIGHEST) of the effective
 operands w_eff = fl32(q_w * r_w), x_eff = fl32(q_x * r_x) (pruned, quantised, rescaled). dw
 is dense, so the pruning mask may change from one training step to the next.
+
+`jwmma.matmul` is the 2-D case of `jwmma.dot_general` (`jwmma.quant.dot_general`): one code
+path, x's last dim contracted with w's first, x as lhs and w as rhs (the unit's A).
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
-import math
-
-import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
-from .. import models
-from ..engine.options import Options
-from ..engine.sparsity import check_2_4, prune_2_4
-from ..engine.step import context
-from ..engine.validation import as_array, check_static_bool, is_concrete
-from ..isa.table import lookup
-from ..numerics.formats import F32, format_of
+from ..engine.validation import as_array
 from ..keywords import strict_keywords
-from ..numerics.rounding import round_f64, x64_scope
-from ..tiled import gemm
-from . import scaling as sc
+from ..numerics.formats import format_of
+from .dot_general import contract, quantise_gemm_operands
+from .unit import Unit
 
-__all__ = ["matmul", "MatmulConfig", "quantise_operands", "config"]
+__all__ = ["matmul", "MatmulConfig", "quantise_operands", "config", "apply"]
 
-
-@dataclasses.dataclass(frozen=True)
-class MatmulConfig:
-    """Everything static about a `matmul` call (hashable: it keys the compiled programs)."""
-
-    builtin: str
-    target: str | None
-    model: object
-    scaling: str
-    prune: bool
-    options: Options | None
-    backend: str | None
-    devices: object = None
-    mesh: object = None
-    mesh_axes: object = None
-
-    @property
-    def spec(self):
-        return lookup(self.builtin, self.target)
-
-    def gemm_keywords(self) -> dict:
-        axes = dict(self.mesh_axes[1]) if isinstance(self.mesh_axes, tuple) and self.mesh_axes[:1] == ("dict",) \
-            else self.mesh_axes
-        return dict(builtin=self.builtin, target=self.target, model=self.model, options=self.options,
-                    backend=self.backend, devices=self.devices, mesh=self.mesh, mesh_axes=axes)
-
-
-def _hashable_devices(devices):
-    if devices is None or isinstance(devices, (int, str)):
-        return devices
-    return tuple(devices)
-
-
-def _hashable_axes(axes):
-    if isinstance(axes, dict):
-        return ("dict", tuple(axes.items()))
-    return tuple(axes) if isinstance(axes, list) else axes
+#: matmul's configuration is a `jwmma.Unit` (the former name, kept for existing callers)
+MatmulConfig = Unit
 
 
 def config(*, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=True, target=None,
-           backend=None, options=None, devices=None, mesh=None, mesh_axes=None) -> MatmulConfig:
-    """The validated `MatmulConfig` of `matmul`'s keywords (ValueError/TypeError naming the
-    keyword). The layers of `jwmma.nn` build one at construction time."""
-    if not isinstance(builtin, str):
-        raise TypeError(f"builtin must be a builtin name (str), got {type(builtin).__name__}")
-    spec = lookup(builtin, target)
-    if spec.integer:
-        raise ValueError(f"matmul runs floating-point builtins; {builtin} has integer inputs "
-                         f"({spec.a_type} x {spec.b_type} -> {spec.c_type}): pick a f16/bf16/fp8/bf8 builtin, "
-                         f"e.g. 'smfmac_f32_16x16x128_fp8_fp8'")
-    if scaling not in sc.SCALINGS:
-        raise ValueError(f"scaling must be one of {sc.SCALINGS}, got {scaling!r}")
-    prune = check_static_bool(prune, "prune")
-    if options is not None and not isinstance(options, Options):
-        raise TypeError(f"options must be a jwmma.Options or None, got {type(options).__name__}")
-    models.resolve(model, context(spec, False), spec.default_model)  # unknown/inapplicable models raise here
-    try:
-        cfg = MatmulConfig(builtin, target, model, scaling, prune, options, backend, _hashable_devices(devices), mesh,
-                           _hashable_axes(mesh_axes))
-        hash(cfg)
-    except TypeError as e:
-        raise TypeError(f"matmul's keywords must be hashable values (they key its compiled programs): {e}") from None
-    return cfg
+           backend=None, options=None, devices=None, mesh=None, mesh_axes=None) -> Unit:
+    """The `jwmma.Unit` of `matmul`'s keywords (checked: ValueError/TypeError naming the
+    keyword). The layers of `jwmma.nn` build one at construction time.
+
+    Args:
+        `matmul`'s keywords (``prune`` defaults to True here, for every builtin).
+    Returns:
+        The `Unit` (``a="rhs"``: w is the instruction's A).
+    """
+    return Unit(builtin, model=model, scaling=scaling, prune=prune, target=target, backend=backend, options=options,
+                devices=devices, mesh=mesh, mesh_axes=mesh_axes)
 
 
-def _check_operands(x, w, cfg: MatmulConfig):
+def _check_operands(x, w):
     x, w = as_array(x, "x"), as_array(w, "w")
     for name, v in (("x", x), ("w", w)):
         d = np.dtype(v.dtype)
@@ -112,92 +56,20 @@ def _check_operands(x, w, cfg: MatmulConfig):
         raise ValueError(f"w must be (K, N), got shape {tuple(w.shape)}")
     if x.ndim < 1 or x.shape[-1] != w.shape[0]:
         raise ValueError(f"x must be (..., K) with K = {w.shape[0]} (w's rows), got shape {tuple(x.shape)}")
-    spec = cfg.spec
-    k = w.shape[0]
-    if cfg.scaling != "none" and k:
-        top = spec.a_format.max_finite * spec.b_format.max_finite * k
-        if top >= spec.c_format.max_finite:
-            raise ValueError(
-                f"scaling={cfg.scaling!r} maps each slice's amax to the largest {spec.a_type}/{spec.b_type} values; "
-                f"K={k} of their products overflow the {spec.c_type} accumulator of {spec.name}: use "
-                f"scaling='none' (a plain cast; {spec.a_type} needs no factor for float32-ranged data)")
-    if not cfg.prune and not spec.dense and is_concrete(w) and w.size:
-        wt = jnp.swapaxes(jnp.asarray(w), 0, 1)
-        check_2_4(_pad4(wt), what="w^T (w along K)")
     return x, w
 
 
-def _pad4(a):
-    """(..., K) zero-padded to a multiple of 4 along K (what gemm does with A)."""
-    pad = -a.shape[-1] % 4
-    return a if not pad else jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad)])
-
-
-def _as_f32(v):
-    """A float input as float32 (exactly; float64 rounded once, RNE with subnormals)."""
-    if np.dtype(v.dtype) == np.float32:
-        return v
-    return lax.bitcast_convert_type(round_f64(sc.exact_f64(v), F32), jnp.float32)
-
-
-def quantise_operands(x2, w, cfg: MatmulConfig):
+def quantise_operands(x2, w, cfg: Unit):
     """(q_w^T, q_x^T): the builtin's A = w^T (N, K) pruned along K and B = x^T (K, T), as
     `scaling.Quantised` (values in the input formats, float32 inverse factors: (N, 1) and
     (1, T) for 'row'). Call inside `x64_scope()`.
 
     Args:
-        x2: (T, K) float array; w: (K, N) float array; cfg: the `MatmulConfig`.
+        x2: (T, K) float array; w: (K, N) float array; cfg: the `Unit` (`config`).
+    Returns:
+        ``(q_w^T, q_x^T)``, two `jwmma.quant.scaling.Quantised`.
     """
-    spec = cfg.spec
-    wt = _as_f32(jnp.swapaxes(jnp.asarray(w), 0, 1))  # (N, K)
-    if cfg.prune:
-        k = wt.shape[-1]
-        wt = prune_2_4(_pad4(wt))[..., :k]
-    qw = sc.quantise(sc.exact_f64(wt), spec.a_format, cfg.scaling, axis=1)
-    qx = sc.quantise(sc.exact_f64(jnp.swapaxes(_as_f32(jnp.asarray(x2)), 0, 1)), spec.b_format, cfg.scaling, axis=0)
-    return qw, qx
-
-
-@functools.partial(jax.jit, static_argnums=(0, 3))  # one program per configuration and shape, eager calls too
-def _forward(cfg: MatmulConfig, x, w, effective: bool):
-    """y (..., N) float32 and, when ``effective``, the effective operands (x_eff (T, K),
-    w_eff (K, N)) for the backward pass (else None). Called inside `x64_scope()`, so that
-    transformations of its program (vmap) also see 64-bit types."""
-    batch_dims, k, n = x.shape[:-1], w.shape[0], w.shape[1]
-    t = math.prod(batch_dims)
-    qw, qx = quantise_operands(jnp.reshape(x, (t, k)), w, cfg)
-    d = gemm(qw.values, qx.values, **cfg.gemm_keywords())  # (N, T), the accumulator's dtype
-    y = d.astype(jnp.float32) if cfg.scaling == "none" and np.dtype(d.dtype) == np.float32 else \
-        sc.rescale(sc.exact_f64(d), qw.inv, qx.inv)
-    eff = (jnp.swapaxes(sc.effective(qx), 0, 1), jnp.swapaxes(sc.effective(qw), 0, 1)) if effective else None
-    return jnp.reshape(jnp.swapaxes(y, 0, 1), batch_dims + (n,)), eff
-
-
-@functools.lru_cache(maxsize=256)
-def _ste(cfg: MatmulConfig):
-    """The custom_vjp function (x, w) -> y of one configuration."""
-
-    @jax.custom_vjp
-    def f(x, w):
-        with x64_scope():
-            return _forward(cfg, x, w, False)[0]
-
-    def fwd(x, w):
-        with x64_scope():
-            y, (x_eff, w_eff) = _forward(cfg, x, w, True)
-        return y, (x_eff, w_eff, jnp.zeros((0,), x.dtype), jnp.zeros((0,), w.dtype))
-
-    def bwd(res, g):
-        x_eff, w_eff, x_like, w_like = res
-        batch_dims, n = g.shape[:-1], g.shape[-1]
-        g2 = jnp.reshape(g.astype(jnp.float32), (-1, n))
-        hi = lax.Precision.HIGHEST
-        dx = jnp.dot(g2, jnp.swapaxes(w_eff, 0, 1), precision=hi)  # (T, K)
-        dw = jnp.dot(jnp.swapaxes(x_eff, 0, 1), g2, precision=hi)  # (K, N)
-        return jnp.reshape(dx, batch_dims + (w_eff.shape[0],)).astype(x_like.dtype), dw.astype(w_like.dtype)
-
-    f.defvjp(fwd, bwd)
-    return f
+    return quantise_gemm_operands(jnp.swapaxes(jnp.asarray(w), 0, 1), jnp.swapaxes(jnp.asarray(x2), 0, 1), cfg)
 
 
 @strict_keywords
@@ -234,25 +106,17 @@ def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, s
     return apply(cfg, x, w)
 
 
-def apply(cfg: MatmulConfig, x, w):
-    """`matmul` with a prepared `MatmulConfig` (checks the operands, then runs)."""
-    x, w = _check_operands(x, w, cfg)
-    if math.prod(x.shape) == 0 or math.prod(w.shape) == 0:  # no product: zeros (K = 0) or an empty result
-        return _ste_empty(x, w)
-    return _ste(cfg)(x, w)
+def apply(cfg: Unit, x, w):
+    """`matmul` with a prepared unit (`config`): checks the operands, then runs the unit's
+    contraction of x's last dim with w's first.
 
-
-@jax.custom_vjp
-def _ste_empty(x, w):
-    return jnp.zeros(x.shape[:-1] + (w.shape[1],), jnp.float32)
-
-
-def _empty_fwd(x, w):
-    return _ste_empty(x, w), (jnp.zeros_like(x), jnp.zeros_like(w))
-
-
-def _empty_bwd(res, g):
-    return res
-
-
-_ste_empty.defvjp(_empty_fwd, _empty_bwd)
+    Args:
+        cfg: a `jwmma.Unit` with ``a="rhs"``; x: (..., K) floats; w: (K, N) floats.
+    Returns:
+        (..., N) float32 (`matmul`).
+    """
+    x, w = _check_operands(x, w)
+    if cfg.a != "rhs":
+        raise ValueError(f"matmul takes w as the unit's A: the unit must have a='rhs', got a={cfg.a!r}")
+    dims = ((x.ndim - 1,), (0,), (), ())
+    return contract(cfg, x, w, dims, np.dtype(np.float32), a_what="w^T (w along K)")

@@ -34,7 +34,7 @@ from ..numerics.formats import F32, FloatFormat, decode, format_of
 from ..numerics.rounding import round_f64, value_f64
 
 __all__ = ["SCALINGS", "Quantised", "exact_f64", "f32_bits_to_f64", "amax", "quantise", "rescale", "effective",
-           "overflow_limit"]
+           "overflow_limit", "cast"]
 
 #: the values of ``scaling=``
 SCALINGS = ("row", "tensor", "none")
@@ -99,6 +99,18 @@ def _round(v, fmt: FloatFormat, clip: bool):
 def _codes_to_values(fmt: FloatFormat, bits):
     width = jnp.uint16 if fmt.bits == 16 else jnp.uint8
     return lax.bitcast_convert_type(bits.astype(width), jnp.dtype(fmt.dtype))
+
+
+def cast(v64, fmt: FloatFormat):
+    """float64 values rounded once into ``fmt`` as scaling ``"none"`` rounds them (RNE, gradual
+    underflow, beyond the range Inf, or NaN in formats without Inf; FNUZ has no -0).
+
+    Args:
+        v64: float64 array; fmt: a float format of 8 or 16 bits.
+    Returns:
+        Array of ``fmt.dtype``, same shape.
+    """
+    return _codes_to_values(fmt, _round(v64, fmt, clip=False))
 
 
 def _f32(v64):
