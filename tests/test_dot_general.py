@@ -361,7 +361,7 @@ MM = (((1,), (0,)), ((), ()))
     (lambda: jwmma.dot_general(X, W, MM, unit={"builtin": FP8}), TypeError, r"jwmma.Unit\(\*\*that_dict\)"),
     (lambda: jwmma.dot_general(X, W, MM, unit=EXACT, unti=1), TypeError, "did you mean 'unit'"),
     (lambda: jwmma.Unit(FP8, scalng="row"), TypeError, r"'scalng' \(did you mean 'scaling'\?\)"),
-    (lambda: jwmma.Unit(FP8, scaling="mx"), ValueError, "microscaling"),
+    (lambda: jwmma.Unit(FP8, scaling="mx"), ValueError, "MX block scales are applied by the block-scaled builtins"),
     (lambda: jwmma.Unit(FP8, a="w"), ValueError, r"one of \('rhs', 'lhs'\), got 'w'"),
     (lambda: jwmma.Unit(FP8, fallback=True), ValueError, r"fallback=\.\.\.\) must be one of"),
     (lambda: jwmma.Unit(FP8, backward=FP8), TypeError, "backward"),

@@ -49,7 +49,7 @@ class Linear(eqx.Module):
     def __init__(self, in_features, out_features, use_bias: bool = True, dtype=None, *, key=None, weight=None,
                  bias=None, unit: Unit | None = None, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None,
                  scaling: str = "row",
-                 prune: bool = True, target=None, backend=None, options=None, devices=None, mesh=None,
+                 prune: bool | None = None, target=None, backend=None, options=None, devices=None, mesh=None,
                  mesh_axes=None):
         if weight is None:
             if key is None:

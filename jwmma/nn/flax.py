@@ -69,7 +69,7 @@ class Linear(nnx.Linear):
     """
 
     def __init__(self, in_features: int, out_features: int, *, unit: Unit | None = None,
-                 builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row", prune: bool = True,
+                 builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row", prune: bool | None = None,
                  target=None, backend=None, options=None, devices=None, mesh=None, mesh_axes=None, **kwargs):
         dot = _dot(unit, dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
                               backend=backend, options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes),

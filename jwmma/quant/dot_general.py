@@ -221,8 +221,7 @@ def _fallback(unit: Unit, lhs, rhs, dn, precision, preferred_element_type):
 # ------------------------------------------------------------------------------ the GEMM
 def _pad4(a):
     """(..., K) zero-padded to a multiple of 4 along K (what gemm does with A)."""
-    pad = -a.shape[-1] % 4
-    return a if not pad else jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad)])
+    return _pad_k(a, -1)
 
 
 def _as_f32(v):
@@ -258,13 +257,17 @@ _WIDTH = {1: jnp.uint8, 2: jnp.uint16}
 
 
 def _pad_k(v, axis):
-    """``v`` zero-padded along ``axis`` (K) to a multiple of 4."""
+    """``v`` zero-padded along ``axis`` (K) to a multiple of 4, on its bits: a float pad may
+    not copy bits (docs/ARCHITECTURE.md, "Same bits on every device")."""
     pad = -v.shape[axis] % 4
     if not pad:
         return v
     widths = [(0, 0)] * v.ndim
     widths[axis] = (0, pad)
-    return jnp.pad(v, widths)
+    if not _is_float(v.dtype):
+        return jnp.pad(v, widths)
+    uint = {4: jnp.uint32, 2: jnp.uint16, 1: jnp.uint8}[np.dtype(v.dtype).itemsize]
+    return lax.bitcast_convert_type(jnp.pad(lax.bitcast_convert_type(v, uint), widths), v.dtype)
 
 
 def _compressed(a):
@@ -297,12 +300,14 @@ def _forward(unit: Unit, lhs_c, rhs_c, effective: bool):
     qa, qb = quantise_gemm_operands(a_in, b_in, unit)
     a_gemm, b_gemm = (_compressed(qa.values), _pad_k(qb.values, -2)) if unit.prune and not unit.spec.dense else \
         (qa.values, qb.values)
-    d = gemm(a_gemm, b_gemm, **unit.gemm_keywords())  # (G, M, N), the accumulator's dtype
-    y = d.astype(jnp.float32) if unit.scaling == "none" and np.dtype(d.dtype) == np.float32 else \
+    scales = dict(scale_a=qa.scales, scale_b=qb.scales) if unit.scaling == "mx" else {}
+    d = gemm(a_gemm, b_gemm, **unit.gemm_keywords(), **scales)  # (G, M, N), the accumulator's dtype
+    unscaled = unit.scaling in ("none", "mx")  # no factor to undo ("mx": the instruction applied its scales)
+    y = d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
         sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
     eff = None
     if effective:
-        ea, eb = sc.effective(qa), sc.effective(qb)
+        ea, eb = sc.effective(qa, unit.spec.a_format, axis=-1), sc.effective(qb, unit.spec.b_format, axis=-2)
         eff = (swap(eb), swap(ea)) if unit.a == "rhs" else (ea, eb)
     return swap(y) if unit.a == "rhs" else y, eff
 
@@ -390,7 +395,7 @@ def _check_gemm(unit: Unit, lhs_c, rhs_c, k: int, a_what: str) -> None:
     """What the unit refuses before running: a K whose scaled products overflow the accumulator,
     a sparse A taken as it is (``prune=False``) that is not 2:4 (when concrete)."""
     spec = unit.spec
-    if unit.scaling != "none" and k:
+    if unit.scaling not in ("none", "mx") and k:  # ("mx": each block is scaled into the format's range)
         top = spec.a_format.max_finite * spec.b_format.max_finite * k
         if top >= spec.c_format.max_finite:
             raise ValueError(

@@ -31,18 +31,18 @@ __all__ = ["matmul", "MatmulConfig", "quantise_operands", "config", "apply"]
 MatmulConfig = Unit
 
 
-def config(*, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=True, target=None,
-           backend=None, options=None, devices=None, mesh=None, mesh_axes=None) -> Unit:
+def config(*, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=None, target=None,
+           backend=None, options=None, devices=None, mesh=None, mesh_axes=None, formats=None) -> Unit:
     """The `jwmma.Unit` of `matmul`'s keywords (checked: ValueError/TypeError naming the
     keyword). The layers of `jwmma.nn` build one at construction time.
 
     Args:
-        `matmul`'s keywords (``prune`` defaults to True here, for every builtin).
+        `matmul`'s keywords (``prune`` None: True for sparse builtins, False for dense ones).
     Returns:
         The `Unit` (``a="rhs"``: w is the instruction's A).
     """
     return Unit(builtin, model=model, scaling=scaling, prune=prune, target=target, backend=backend, options=options,
-                devices=devices, mesh=mesh, mesh_axes=mesh_axes)
+                devices=devices, mesh=mesh, mesh_axes=mesh_axes, formats=formats)
 
 
 def _check_operands(x, w):
@@ -74,24 +74,29 @@ def quantise_operands(x2, w, cfg: Unit):
 
 @strict_keywords
 def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row",
-           prune: bool = True, target: str | None = None, backend: str | None = None, options=None,
-           devices=None, mesh=None, mesh_axes=None):
+           prune: bool | None = None, target: str | None = None, backend: str | None = None, options=None,
+           devices=None, mesh=None, mesh_axes=None, formats: tuple | None = None):
     """y = x @ w as the matrix unit computes it: w 2:4-sparse along K as the builtin's A.
 
     Args:
         x: (..., K) floats (float32, float16, bfloat16, an ml_dtypes fp8 type; float64 is
             rounded to float32 first); the leading dims are the GEMM's N (tokens).
         w: (K, N) floats; pruned 2:4 along K (`jwmma.prune_2_4`, the two largest magnitudes
-            of every 4) when ``prune=True``; with ``prune=False`` it must already be 2:4
-            along K (checked when w is concrete; a traced w is taken as it is, as
-            ``jwmma.gemm(check=False)`` takes it), dense builtins: any w.
+            of every 4) when ``prune=True`` (None, the default: True for the sparse builtins,
+            False for the dense ones, the RDNA4 WMMA and CDNA MFMA); with ``prune=False`` a
+            sparse builtin's w must already be 2:4 along K (checked when w is concrete; a
+            traced w is taken as it is, as ``jwmma.gemm(check=False)`` takes it), a dense
+            builtin's w is any w.
         builtin: a floating-point builtin of `jwmma.BUILTINS`; A (w) and B (x) take its A and
             B input formats; target: its chip where it has several (gfx942 FNUZ / gfx950).
         model: a preset name, model text or object (None: the builtin's default).
         scaling: 'row' (w per output channel, x per row: amax -> the format's largest value,
-            as ``jwmma study``), 'tensor' (one factor per operand) or 'none' (a plain
-            cast: RNE, out of range -> Inf, or NaN without Inf). `jwmma.quant.scaling` has
-            the exact recipe.
+            as ``jwmma study``), 'tensor' (one factor per operand), 'none' (a plain
+            cast: RNE, out of range -> Inf, or NaN without Inf) or 'mx' (the block-scaled
+            builtins: OCP MX E8M0 scales per 32 elements along K, applied by the
+            instruction). `jwmma.quant.scaling` has the exact recipe.
+        formats: a block-scaled builtin's (w, x) element formats ('fp8', 'bf8', 'fp6', 'bf6',
+            'fp4'; None: fp8 x fp8), e.g. ('fp4', 'fp8') for MXFP4 weights and MXFP8 tokens.
         backend, options: execution options of `jwmma.gemm` (never the bits).
         devices, mesh, mesh_axes: the sharded gemm's keywords (the GEMM's M = output
             channels, N = tokens).
@@ -102,7 +107,7 @@ def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, s
         input formats, w pruned). Differentiable: straight-through estimator (module doc).
     """
     cfg = config(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target, backend=backend,
-                 options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes)
+                 options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes, formats=formats)
     return apply(cfg, x, w)
 
 

@@ -10,6 +10,11 @@ patterns so that it gives the same bits under jit, on CPU and GPU, whatever
 2. ``"row"``: each slice along the reduction axis (a row of x, an output channel = a column
    of w) gets the factor s = max_finite / amax (float64, RN); ``"tensor"``: one factor for
    the whole operand; an all-zero slice (or a NaN amax) gets s = 1; ``"none"``: no factor;
+   ``"mx"`` (OCP MX v1.0, for the block-scaled builtins): every block of 32 consecutive
+   elements along the reduction axis gets the power of two 2**X, X = floor(log2(amax)) - emax
+   of the element format, clamped to [-127, 127], as its E8M0 scale X + 127 (an all-zero block
+   127, a block holding NaN or Inf 0xFF: NaN), and the elements v / 2**X are rounded with
+   saturation; the scales go to the instruction, which applies them (no factor to undo);
 3. the value v * s (float64, RN) is clipped to +-max_finite (``"row"``/``"tensor"``) and
    rounded once to the format (RNE, gradual underflow; for ``"none"`` a value beyond the
    range becomes Inf, or NaN in formats without Inf, as ``astype`` does; FNUZ formats have no
@@ -31,21 +36,27 @@ import numpy as np
 from jax import lax
 
 from ..numerics.formats import F32, FloatFormat, decode, format_of
-from ..numerics.rounding import round_f64, value_f64
+from ..numerics.rounding import pow2_f64, round_f64, value_f64
 
-__all__ = ["SCALINGS", "Quantised", "exact_f64", "f32_bits_to_f64", "amax", "quantise", "rescale", "effective",
-           "overflow_limit", "cast"]
+__all__ = ["SCALINGS", "MX_BLOCK", "Quantised", "exact_f64", "f32_bits_to_f64", "amax", "quantise", "rescale",
+           "effective", "overflow_limit", "cast"]
 
 #: the values of ``scaling=``
-SCALINGS = ("row", "tensor", "none")
+SCALINGS = ("row", "tensor", "none", "mx")
+#: elements per E8M0 scale of ``scaling="mx"`` (OCP MX v1.0; the CDNA4 scaled MFMA's block)
+MX_BLOCK = 32
 
 
 class Quantised(NamedTuple):
-    """One operand quantised: ``values`` in the format's dtype (the builtin's input), ``inv``
-    the float32 inverse factors (broadcastable against the operand; 1 for ``"none"``)."""
+    """One operand quantised: ``values`` in the format's dtype (the builtin's input; uint8 codes
+    for the OCP MX FP6/FP4 formats, which JAX holds no arrays of on every version), ``inv``
+    the float32 inverse factors (broadcastable against the operand; 1 for ``"none"`` and
+    ``"mx"``) and ``scales`` the E8M0 codes (uint8) of ``"mx"``'s blocks along the reduction
+    axis (else None)."""
 
     values: jnp.ndarray
     inv: jnp.ndarray
+    scales: jnp.ndarray | None = None
 
 
 def f32_bits_to_f64(bits):
@@ -97,8 +108,40 @@ def _round(v, fmt: FloatFormat, clip: bool):
 
 
 def _codes_to_values(fmt: FloatFormat, bits):
+    if fmt.bits < 8:  # FP6/FP4: their codes (JAX 0.10 has no float6 arrays; gemm takes codes with fmt_a/fmt_b)
+        return bits.astype(jnp.uint8)
     width = jnp.uint16 if fmt.bits == 16 else jnp.uint8
     return lax.bitcast_convert_type(bits.astype(width), jnp.dtype(fmt.dtype))
+
+
+def _values_f64(values, fmt: FloatFormat):
+    """The exact float64 value of quantised values (a dtype's values, or FP6/FP4 codes)."""
+    if np.dtype(values.dtype) == np.dtype(np.uint8) and fmt.bits < 8:
+        return value_f64(decode(fmt, values.astype(jnp.int32)), fmt.mbits)
+    return exact_f64(values)
+
+
+def _mx(v, fmt: FloatFormat, axis: int) -> Quantised:
+    """``scaling="mx"`` (module doc, step 2): E8M0 block scales along ``axis`` and the elements."""
+    axis = axis % v.ndim
+    k = v.shape[axis]
+    nb = -(-k // MX_BLOCK)
+    vb = jnp.moveaxis(v, axis, -1)
+    vb = jnp.concatenate([vb, jnp.zeros(vb.shape[:-1] + (nb * MX_BLOCK - k,), vb.dtype)], -1) if nb * MX_BLOCK > k \
+        else vb
+    vb = vb.reshape(vb.shape[:-1] + (nb, MX_BLOCK))
+    m = jnp.max(jnp.abs(vb), axis=-1, keepdims=True)  # NaN wins
+    bits = lax.bitcast_convert_type(m, jnp.int64)
+    e = ((bits >> 52) & 0x7FF) - 1023  # floor(log2(amax)): amax is a float32 value, a normal float64
+    x = jnp.clip(e - fmt.max_exp, -127, 127)
+    zero, bad = m == 0, ~jnp.isfinite(m)
+    x = jnp.where(zero | bad, 0, x)
+    q = _round(vb * pow2_f64(-x), fmt, clip=True)  # v / 2**X is exact in float64
+    q = jnp.where(bad, 0, q)
+    codes = jnp.where(bad, 0xFF, x + 127).astype(jnp.uint8)[..., 0]
+    q = q.reshape(q.shape[:-2] + (nb * MX_BLOCK,))[..., :k]
+    values = jnp.moveaxis(_codes_to_values(fmt, q), -1, axis)
+    return Quantised(values, jnp.ones((1,) * v.ndim, jnp.float32), jnp.moveaxis(codes, -1, axis))
 
 
 def cast(v64, fmt: FloatFormat):
@@ -131,6 +174,8 @@ def quantise(v, fmt: FloatFormat, scaling: str, axis) -> Quantised:
     """
     if scaling == "none":
         return Quantised(_codes_to_values(fmt, _round(v, fmt, clip=False)), jnp.ones((1,) * v.ndim, jnp.float32))
+    if scaling == "mx":
+        return _mx(v, fmt, axis)
     m = amax(v, axis if scaling == "row" else None)
     ok = m > 0  # False for NaN, as in jwmma.study's recipe
     hi = fmt.max_finite
@@ -151,7 +196,14 @@ def rescale(acc64, inv_a, inv_b):
     return _f32(y)
 
 
-def effective(q: Quantised):
+def effective(q: Quantised, fmt: FloatFormat, axis: int = -1):
     """The operand the hardware multiplies, rescaled: fl32(q * inv), float32 (what the
-    straight-through backward pass differentiates through)."""
-    return _f32(_mul_f32(exact_f64(q.values), exact_f64(q.inv)))
+    straight-through backward pass differentiates through); ``"mx"``: q * 2**(scale - 127)
+    of its block along ``axis``, rounded once to float32. ``fmt``: q's format."""
+    v = _values_f64(q.values, fmt)
+    if q.scales is not None:
+        k = v.shape[axis]
+        s = jnp.repeat(q.scales.astype(jnp.int32), MX_BLOCK, axis=axis)
+        s = lax.slice_in_dim(s, 0, k, axis=axis % v.ndim)
+        return _f32(v * pow2_f64(jnp.where(s == 0xFF, 0, s - 127)) + jnp.where(s == 0xFF, jnp.nan, 0.0))
+    return _f32(_mul_f32(v, exact_f64(q.inv)))

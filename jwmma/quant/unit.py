@@ -21,7 +21,7 @@ from .. import models
 from ..engine.options import Options
 from ..engine.step import context
 from ..engine.validation import check_static_bool
-from ..isa.table import lookup
+from ..isa.table import SCALE_FORMATS, lookup
 from ..keywords import check_keywords
 from . import scaling as sc
 
@@ -73,9 +73,11 @@ class Unit(metaclass=_NamedFields):
             (the RDNA4 ``wmma_*_gfx12`` rows).
         model: a preset name, model text or `jwmma.models.Model` (None: the builtin's default).
         scaling: 'row' (A per row of the GEMM = per output channel of a weight, B per column =
-            per token), 'tensor' (one factor per operand) or 'none' (a plain cast);
-            `jwmma.quant.scaling` has the recipe. ('mx', block factors, comes with the dense CDNA
-            MFMA scaled builtins.)
+            per token), 'tensor' (one factor per operand), 'none' (a plain cast) or 'mx' (OCP
+            MX: E8M0 scales per 32 elements along K, which the block-scaled builtins
+            ``mfma_scale_*`` apply themselves); `jwmma.quant.scaling` has the recipe.
+        formats: a block-scaled builtin's (A, B) element formats, names ('fp8', 'bf8', 'fp6',
+            'bf6', 'fp4') or codes 0..4 (None: fp8 x fp8); other builtins take None.
         prune: A is pruned to 2:4 along its contracting dimension (`jwmma.prune_2_4`) before
             it is quantised. None (default): True for sparse builtins, False for dense ones.
             ``prune=False`` with a sparse builtin takes A as 2:4 already (checked when A is
@@ -101,6 +103,7 @@ class Unit(metaclass=_NamedFields):
     _: dataclasses.KW_ONLY
     model: object = None
     scaling: str = "row"
+    formats: tuple | None = None
     prune: bool | None = None
     target: str | None = None
     a: str = "rhs"
@@ -116,16 +119,18 @@ class Unit(metaclass=_NamedFields):
         if not isinstance(self.builtin, str):
             raise TypeError(f"Unit(builtin=...) must be a builtin name (str), got {type(self.builtin).__name__}; "
                             f"e.g. {DEFAULT_BUILTIN!r} (jwmma.BUILTINS lists them)")
-        spec = lookup(self.builtin, self.target)
+        object.__setattr__(self, "formats", _format_codes(self.builtin, self.target, self.formats))
+        spec = self.spec
         if spec.integer:
             raise ValueError(f"Unit(builtin={self.builtin!r}): a unit runs floating-point builtins; this one has "
                              f"integer inputs ({spec.a_type} x {spec.b_type} -> {spec.c_type}): pick a "
                              f"f16/bf16/fp8/bf8 builtin, e.g. {DEFAULT_BUILTIN!r}")
         if self.scaling not in sc.SCALINGS:
-            if self.scaling == "mx":
-                raise ValueError("Unit(scaling='mx'): microscaling (block factors) comes with the dense CDNA MFMA "
-                                 f"scaled builtins and is not in this version; use one of {sc.SCALINGS}")
             raise ValueError(f"scaling must be one of {sc.SCALINGS}, got {self.scaling!r} (a Unit field)")
+        if self.scaling == "mx" and not spec.scaled:
+            raise ValueError(f"Unit(scaling='mx'): MX block scales are applied by the block-scaled builtins "
+                             f"(mfma_scale_f32_16x16x128_f8f6f4, mfma_scale_f32_32x32x64_f8f6f4); {spec.name} has "
+                             f"no scale operand: pick one of those, or scaling 'row'/'tensor'/'none'")
         prune = (not spec.dense) if self.prune is None else check_static_bool(self.prune, "Unit(prune=...)")
         object.__setattr__(self, "prune", prune)
         if self.a not in OPERANDS:
@@ -151,8 +156,8 @@ class Unit(metaclass=_NamedFields):
 
     @property
     def spec(self):
-        """The builtin's `jwmma.BuiltinSpec` (for the unit's target)."""
-        return lookup(self.builtin, self.target)
+        """The builtin's `jwmma.BuiltinSpec` (for the unit's target and formats)."""
+        return lookup(self.builtin, self.target, self.formats)
 
     def replace(self, **changes) -> "Unit":
         """A copy with ``changes`` (checked like a new unit). A ``prune`` that was the old
@@ -167,5 +172,32 @@ class Unit(metaclass=_NamedFields):
         """The keywords of the `jwmma.gemm` call that runs this unit's GEMMs."""
         axes = dict(self.mesh_axes[1]) if isinstance(self.mesh_axes, tuple) and self.mesh_axes[:1] == ("dict",) \
             else self.mesh_axes
-        return dict(builtin=self.builtin, target=self.target, model=self.model, options=self.options,
-                    backend=self.backend, devices=self.devices, mesh=self.mesh, mesh_axes=axes)
+        kw = dict(builtin=self.builtin, target=self.target, model=self.model, options=self.options,
+                  backend=self.backend, devices=self.devices, mesh=self.mesh, mesh_axes=axes)
+        if self.formats is not None:  # the operands may be codes (FP6/FP4): the formats are named
+            kw.update(fmt_a=self.formats[0], fmt_b=self.formats[1])
+        return kw
+
+
+def _format_codes(builtin: str, target, formats):
+    """A unit's ``formats`` as (A code, B code) for a block-scaled builtin (None: (0, 0)), None
+    for the other builtins; ValueError for names or codes that are none of `SCALE_FORMATS`."""
+    spec = lookup(builtin, target)
+    if not spec.scaled:
+        if formats is not None:
+            raise ValueError(f"Unit(formats=...) applies to the block-scaled builtins (mfma_scale_*); {spec.name}'s "
+                             f"formats are fixed ({spec.a_type} x {spec.b_type})")
+        return None
+    if formats is None:
+        return spec.fmt_codes
+    names = {t: c for c, t in SCALE_FORMATS.items()}
+    if not isinstance(formats, (tuple, list)) or len(formats) != 2:
+        raise ValueError(f"Unit(formats=...) must be a pair (A format, B format) of {list(names)} or codes 0..4, "
+                         f"got {formats!r}")
+    out = []
+    for f in formats:
+        code = names.get(f, f) if isinstance(f, str) else f
+        if isinstance(code, bool) or not isinstance(code, int) or code not in SCALE_FORMATS:
+            raise ValueError(f"Unit(formats=...): {f!r} is not one of {list(names)} (or codes 0..4)")
+        out.append(code)
+    return tuple(out)
