@@ -93,3 +93,23 @@ def test_mx_unit_bad_input():
     assert u.formats == (4, 1) and u.spec.a_type == "fp4" and u.spec.b_type == "bf8"
     assert u == jwmma.Unit(SCALED, scaling="mx", formats=(4, "bf8")) and hash(u)
     assert ml_dtypes.float4_e2m1fn  # the format dtype the MX formats name
+
+
+def test_study_runs_the_mx_formats_and_does_not_prune_dense_builtins():
+    """`jwmma study` on the block-scaled builtin: formats fp4 and mxfp8 ('auto' scaling is 'mx'),
+    every point against the exact product of the effective (scaled) operands; a dense builtin's
+    A is not pruned."""
+    from jwmma.study import data, run
+
+    st = run(ks=(128,), models=("cdna4_mx",), formats=("fp4", "mxfp8"), seeds=1, m=16, n=16, progress=False,
+             figures=False)
+    rows = {r["format"]: r for r in st.points}
+    assert set(rows) == {"fp4", "mxfp8"} and all(r["scaling"] == "mx" for r in rows.values())
+    assert all(0 <= r["mean_rel"] < 1e-6 and r["nonfinite"] == 0 for r in rows.values())
+    a, b = data.make_operands("normal", 64, 16, 16, 0, "mfma_f32_16x16x32_fp8_fp8")
+    groups = (np.asarray(a).astype(np.float64) != 0).reshape(16, 16, 4).sum(-1)
+    assert (groups > 2).any()  # not 2:4
+    a24, _ = data.make_operands("normal", 64, 16, 16, 0, "smfmac_f32_16x16x64_fp8_fp8")
+    assert ((np.asarray(a24).astype(np.float64) != 0).reshape(16, 16, 4).sum(-1) <= 2).all()
+    with pytest.raises(ValueError, match="scaling 'mx' needs a block-scaled builtin"):
+        run(ks=(128,), models=("cdna3",), formats=("fp8",), scaling="mx", seeds=1, m=16, n=16, progress=False)

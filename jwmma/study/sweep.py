@@ -23,7 +23,8 @@ from ..tiled import gemm, processes
 from ..tiled.operands import accumulator_dtype
 from ..version import __version__
 from . import share as _share
-from .data import DISTRIBUTIONS, SCALINGS, auto_scaling, make_operands, resolve_format, to_f32_odd
+from .data import (DISTRIBUTIONS, SCALINGS, auto_scaling, effective_values, make_operands, resolve_format,
+                   to_f32_odd)
 from .measures import metrics
 from .exact_product import reference
 from .parts import part_config_path, write_json_atomic
@@ -63,7 +64,9 @@ def _gemm_batched(a, b, c, spec: BuiltinSpec, model, path: str, gemm_kw=None) ->
         got = aa.shape[0]
         if got < size:
             aa, bb, cc = (np.concatenate([t, np.zeros((size - got,) + t.shape[1:], t.dtype)]) for t in (aa, bb, cc))
-        d = gemm(aa, bb, cc, builtin=spec.name, target=spec.target, model=model, path=path, **(gemm_kw or {}))
+        fmts = dict(fmt_a=spec.fmt_codes[0], fmt_b=spec.fmt_codes[1]) if spec.scaled else {}  # (uint16 words)
+        d = gemm(aa, bb, cc, builtin=spec.name, target=spec.target, model=model, path=path, **fmts,
+                 **(gemm_kw or {}))
         out[s:s + got] = np.asarray(d)[:got]
     return out
 
@@ -174,6 +177,8 @@ def _checked(ks, models, dists, formats, remedies, seeds, m, n, scaling, target=
         if d not in DISTRIBUTIONS:
             raise ValueError(f"unknown distribution {d!r}; valid: {', '.join(DISTRIBUTIONS)}")
     fmts = [resolve_format(f, target) for f in formats]
+    for _, spec in fmts:
+        auto_scaling(spec, scaling)  # 'mx' only where the builtin applies block scales
     rems = [parse_remedy(r) for r in remedies]
     for r in rems:
         for k in ks:
@@ -221,7 +226,8 @@ def _compute(todo: list[_Task], m: int, n: int, path: str, gemm_kw, add, bar) ->
         if ck != cache_key:
             need = sorted({s for u in todo if (u.dist, u.fmt, u.k) == ck for s in u.missing})
             ops = {s: make_operands(t.dist, t.k, m, n, s, t.spec, t.scaling) for s in need}
-            refs = {s: reference(*ops[s], t.spec.a_type, t.spec.b_type) for s in need}
+            refs = {s: reference(effective_values(t.spec, ops[s][0], "a"), effective_values(t.spec, ops[s][1], "b"),
+                                 t.spec.a_type, t.spec.b_type) for s in need}
             cache_key, cache = ck, (ops, refs)
         ops, refs = cache
         t0 = time.perf_counter()

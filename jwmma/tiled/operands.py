@@ -93,8 +93,10 @@ def scaled_spec(spec: BuiltinSpec, a, b, scale_a, scale_b, fmt_a, fmt_b) -> Buil
             codes.append(format_code(x.dtype, what))
             continue
         codes.append(fmt)
-        if np.dtype(x.dtype) not in (np.dtype(np.uint8), element_type(SCALE_FORMATS.get(fmt, "fp8")).format.dtype):
-            raise TypeError(f"{what} with fmt_{what}={fmt} must hold uint8 codes or that format's values, got {x.dtype}")
+        if np.dtype(x.dtype) not in (np.dtype(np.uint8), np.dtype(np.uint16),
+                                     element_type(SCALE_FORMATS.get(fmt, "fp8")).format.dtype):
+            raise TypeError(f"{what} with fmt_{what}={fmt} must hold that format's values, uint8 codes, or uint16 "
+                            f"words (code | E8M0 scale << 8), got {x.dtype}")
     return lookup(spec.name, spec.target, tuple(codes))
 
 
@@ -103,12 +105,21 @@ def scaled_words(spec: BuiltinSpec, a, b, scale_a, scale_b):
     ``element code | E8M0 scale << 8`` (`jwmma.engine.step.split_scaled`): every element
     carries its row's (column's) scale of its 32-K block, so padding, slicing and the K steps
     keep them together (a zero pad is the value 0). Scales: A's (*batch, M, ceil(K/32)), B's
-    (*batch, ceil(K/32), N), None for 127 (factor 1); checked here, shapes and codes."""
+    (*batch, ceil(K/32), N), None for 127 (factor 1); checked here, shapes and codes. An
+    operand given as uint16 words already (the study's form) is taken as it is. (The words are
+    the GEMM's own: one scale per 32-K block is the caller's promise there.)"""
     a, b = as_array(a, "a"), as_array(b, "b")
     out = []
     for what, x, scale, fmt in (("a", a, scale_a, spec.a_format), ("b", b, scale_b, spec.b_format)):
         if x.ndim < 2:
             raise ValueError(f"{what} must be (*batch, {'M, K' if what == 'a' else 'K, N'}), got shape {tuple(x.shape)}")
+        if np.dtype(x.dtype) == np.dtype(np.uint16):  # words already: their scales are in the high bytes
+            if scale is not None:
+                raise ValueError(f"{what} holds uint16 words (code | scale << 8), which carry their scales: "
+                                 f"scale_{what} must be None")
+            check_values(x & 0xFF, 0, (1 << fmt.bits) - 1, f"{what}'s element codes (low bytes)", False)
+            out.append(x)
+            continue
         if np.dtype(x.dtype) == np.dtype(np.uint8):
             check_values(x, 0, (1 << fmt.bits) - 1, what, False)
             bits = x
