@@ -151,6 +151,12 @@ class Model(metaclass=_Checked):
         """
         return self.accumulate(as_column(a), select(b, pos), c, ctx, options=options)
 
+    def gemm_sum(self, ctx: Context) -> bool:
+        """Whether a GEMM of many instructions (each step's D the next one's C) equals C plus all
+        its products in any order and grouping, so that the GEMM drivers may form it as one
+        matrix product: True only for exact, associative arithmetic (integers that wrap)."""
+        return False
+
     def scaled_instruction(self, ctx: Context, a, sa, b, sb, c, options):
         """One block-scaled instruction on whole matrices (models with ``scaled = True``).
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax.numpy as jnp
+from jax import lax
 
 from .fields import Choice
 from .base import Context, Model
@@ -27,9 +28,28 @@ def _sat32(x):
     return jnp.clip(x, INT32_MIN, INT32_MAX).astype(jnp.int32)
 
 
-__all__ = ["IntegerDot", "INT32_MIN", "INT32_MAX", "STAGINGS"]
+__all__ = ["IntegerDot", "INT32_MIN", "INT32_MAX", "STAGINGS", "dense_a", "int_dot"]
 
 STAGINGS = ("final", "staged")
+
+
+def dense_a(a, pos):
+    """Stored A values (..., M, Kc) at their dense positions (..., M, 2*Kc): group q's two values
+    at 4q + pos (sum where both name one position: the hardware leaves that undefined)."""
+    g = a.reshape(*a.shape[:-1], -1, 2)
+    p = pos.reshape(*pos.shape[:-1], -1, 2)
+    idx = jnp.arange(4, dtype=jnp.int32)
+    d = jnp.where(p[..., 0, None] == idx, g[..., 0, None], 0) + jnp.where(p[..., 1, None] == idx, g[..., 1, None], 0)
+    return d.reshape(*a.shape[:-1], 2 * a.shape[-1])
+
+
+def int_dot(a, b, int8: bool = False):
+    """a (..., M, K) @ b (..., K, N) of integer values with int32 accumulation (wrapping mod
+    2**32); ``int8``: the caller knows every value fits int8, and the operands go in as int8
+    (integer tensor cores on GPUs)."""
+    if int8:
+        a, b = a.astype(jnp.int8), b.astype(jnp.int8)
+    return jnp.matmul(a, b, preferred_element_type=jnp.int32, precision=lax.Precision.HIGHEST)
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,29 @@ class IntegerDot(Model):
 
     def describe(self):
         return {"final": "exact", "staged": "staged_clamp"}[self.staging]
+
+    def instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """`Model.instruction` as integer matrix products: the stored A values placed at their
+        dense positions (a pruned position holds 0: integers have no 0 x Inf) and multiplied
+        with B by a dot with int32 accumulation (int8 operands where both fit: integer tensor
+        cores on GPUs). Exact: one instruction's sum stays below 2**22, so only C + sum (or
+        the stages') saturate or wrap, in int64."""
+        ad = dense_a(a, pos)  # (..., M, Kd)
+        k = ad.shape[-1]
+        if not ctx.clamp or self.staging == "final":
+            s = int_dot(ad, b).astype(jnp.int64)
+            c = c.astype(jnp.int64)
+            return _wrap32(c + s) if not ctx.clamp else _sat32(c + s)
+        kc = a.shape[-1]  # staged: the first kc - kc//2 stored values (their dense groups) then the rest
+        first = jnp.arange(k) < 4 * ((kc - kc // 2) // 2)
+        s0 = int_dot(jnp.where(first, ad, 0), b).astype(jnp.int64)
+        s1 = int_dot(jnp.where(first, 0, ad), b).astype(jnp.int64)
+        return _sat32(_sat32(c.astype(jnp.int64) + s0).astype(jnp.int64) + s1)
+
+    def gemm_sum(self, ctx: Context) -> bool:
+        """Without clamp the i32 result wraps: a GEMM of many instructions is C plus every
+        product mod 2**32 in any order, one integer matrix product (`Model.gemm_sum`)."""
+        return not ctx.clamp
 
     def accumulate(self, a, b, c, ctx: Context, options=None):
         """`Model.accumulate` on sign/zero-extended int32 values."""

@@ -28,7 +28,9 @@ from jax import lax
 from ..backends import pallas
 from ..engine import fragments
 from ..engine.builtins import run_registers
-from ..engine.step import context, step
+from ..engine.step import context, decode_operand, step
+from ..isa.types import element_type
+from ..models.integer import dense_a, int_dot
 from ..isa.table import BuiltinSpec
 from ..varying import vary_like, vary_together
 from . import operands
@@ -128,6 +130,8 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
 
 
 def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp):
+    if model.gemm_sum(context(spec, clamp)):  # order-free (wrapping integers): one product for all K steps
+        return _gemm_sum(a_codes, pos, b_codes, c, spec=spec, a_signed=a_signed, b_signed=b_signed)
     tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
     a_s, p_s = _steps_a(a_codes, pos, spec.kc)
     b_s = _steps_b(b_codes, spec.k)
@@ -143,6 +147,22 @@ def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_
         return d, None
 
     return untile(lax.scan(body, tiles(c, tm, tn), (a_s, p_s, b_s))[0])
+
+
+def _gemm_sum(a_codes, pos, b_codes, c, *, spec, a_signed, b_signed):
+    """D = C + A @ B mod 2**32 over every K step at once (`jwmma.models.Model.gemm_sum`): the
+    stored A values at their dense positions, one integer matrix product with int32
+    accumulation, int8 operands where the types fit (integer tensor cores on GPUs)."""
+    a = decode_operand(spec.a_type, a_codes, a_signed)
+    b = decode_operand(spec.b_type, b_codes, b_signed)
+    if spec.dense:
+        ad = a
+    else:
+        ad = dense_a(a, pos)
+    fits = all(element_type(t).int_format(sg).bits <= 8 and (element_type(t).int_format(sg).signed
+                                                               or element_type(t).int_format(sg).bits < 8)
+               for t, sg in ((spec.a_type, a_signed), (spec.b_type, b_signed)))
+    return (c + int_dot(ad, b[..., : ad.shape[-1], :], int8=fits)).astype(jnp.int32)
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC + ("s",))
