@@ -565,9 +565,27 @@ def test_triton_lowering_without_gpu(builtin, model):
     fn = jax.jit(lambda *x: pallas.matrix_path(*x, spec=spec, model=m_obj, options=opts))
     lowering.lower_jaxpr_to_triton_module = checked
     try:
-        with x64_scope(), _abstract_gpu():
+        with x64_scope(), _abstract_gpu(), pallas.quiet_triton():
             jax.export.export(fn, platforms=("cuda",), disabled_checks=[
                 jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
     finally:
         lowering.lower_jaxpr_to_triton_module = orig
     assert len(found) == 1 and "tt.load" in found[0]
+
+
+def test_the_triton_backend_is_still_there():
+    """jwmma's kernels lower to Pallas Triton, which JAX 0.11 deprecates. The day a JAX
+    removes it this test fails loudly (port the kernels to Mosaic GPU); until then
+    backend='auto' falls back to XLA without it (`kernel_for`), and jwmma's own lowering calls
+    filter exactly the deprecation warning."""
+    assert pallas.triton_available(), (
+        "this JAX has no Pallas Triton backend: jwmma's GPU kernels must move to Mosaic GPU "
+        "(backend='auto' runs XLA meanwhile, the same bits)")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pallas.quiet_triton():
+            warnings.warn(pallas.TRITON_DEPRECATION + " and will be removed", DeprecationWarning)
+            warnings.warn("another deprecation", DeprecationWarning)
+    assert [str(w.message) for w in seen] == ["another deprecation"]

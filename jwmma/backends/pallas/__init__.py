@@ -17,7 +17,10 @@ calls over waves. On CPUs the kernels run in Pallas interpret mode (tests only: 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib.util
+import warnings
 
 import jax
 
@@ -32,7 +35,30 @@ from ...models.integer import IntegerDot
 # the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
 # `import jwmma` and the XLA backend do not pay for it
 
-__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "PallasOptions"]
+__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "PallasOptions",
+           "triton_available", "quiet_triton"]
+
+#: the deprecation JAX 0.11 prints at every Pallas Triton lowering; jwmma's kernels are Triton
+#: kernels until they move to Mosaic GPU, so the calls that lower them filter exactly this text
+TRITON_DEPRECATION = "The Pallas Triton backend is deprecated"
+
+
+@functools.lru_cache(maxsize=1)
+def triton_available() -> bool:
+    """Whether this JAX still has the Pallas Triton backend the kernels lower to (JAX 0.11
+    deprecates it). Without it ``backend='auto'`` runs XLA (the same bits) and
+    ``backend='pallas'`` raises; `tests/test_pallas.py` fails loudly the day it goes."""
+    return importlib.util.find_spec("jax._src.pallas.triton") is not None
+
+
+@contextlib.contextmanager
+def quiet_triton():
+    """A context filtering exactly the Pallas Triton deprecation warning (`TRITON_DEPRECATION`)
+    while jwmma's own calls lower its kernels (a lowering under the caller's own jit happens
+    outside: the caller sees it there)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=TRITON_DEPRECATION, category=DeprecationWarning)
+        yield
 
 #: backend='auto' on a GPU: whether the family's kernel beats the XLA path on an H200; the key
 #: is (family, 8-bit operands). Pallas rates: benchmarks/RESULTS.md "Pallas backend" (M = N =
@@ -83,6 +109,11 @@ def kernel_for(spec, model, options) -> bool:
     ``backend='auto'`` (``options.pallas.auto``): only where `AUTO` says it is faster."""
     if options.backend != "pallas":
         return False
+    if not triton_available():
+        if options.pallas.auto:
+            return False
+        raise ValueError("backend='pallas': this JAX has no Pallas Triton backend (removed after its deprecation "
+                         "in JAX 0.11), which jwmma's kernels lower to; use backend='xla' or 'auto' (the same bits)")
     fam = family(model) if _decodes(spec) else None
     if fam is None:
         if options.pallas.auto:
