@@ -71,8 +71,9 @@ AUTO = {
     ("exact", True): True,  # 1.36e12, 30x
     ("exact", False): True,
     # 2.6e12, 52x: FMAChain() ('fma_chain_k'); rocjitsu's chain ('fma_chain': register order on
-    # the CDNA4 fp8/bf8 rows, NaN words) runs the same kernel with a whole builtin step per unit,
-    # not yet timed on a GPU (benchmarks/bench_pallas.py row fp8_fma_chain)
+    # the CDNA4 fp8/bf8 rows, NaN words) runs the same kernel with a whole builtin step per unit:
+    # 2.8e12 on an H200, bit-identical to the CPU on the crosscheck's adversarial data
+    # (benchmarks/RESULTS.md), 6.0e10 on the XLA path
     ("fma_chain", True): True,
     ("fma_chain", False): True,
     ("integer", True): False,  # bit-exact, not timed at scale
@@ -122,8 +123,6 @@ def kernel_for(spec, model, options) -> bool:
                 if _decodes(spec) else f"{spec.name} ({spec.a_type} operands{', block scales' if spec.scaled else ''})")
         raise ValueError(f"backend='pallas' has no kernel for {what}; use backend='xla' or 'auto'")
     if options.pallas.auto:
-        if fam == "fma_chain" and not _crosschecked_chain(spec, model):
-            return False  # on XLA until the GPU-vs-CPU crosscheck has run this kernel variant
         return AUTO.get((fam, spec.integer or spec.a_format.bits <= 8), False)
     return True
 
@@ -133,16 +132,6 @@ def _decodes(spec) -> bool:
     (not the f32/xf32 MFMA, whose operands are 32-bit registers the unit reads otherwise, nor
     the block-scaled rows, whose operands carry scales)."""
     return not spec.scaled and spec.a_type not in ("f32", "xf32")
-
-
-def _crosschecked_chain(spec, model: FMAChain) -> bool:
-    """Whether ``backend='auto'`` may take the chain kernel: the variant crosschecked on an H200
-    (compressed order, nearest bf16 narrowing, canonical NaN: ``fma_chain_k``). rocjitsu's chain
-    (register order, truncation, NaN payloads) has an interpret-mode-tested kernel that
-    ``backend='pallas'`` runs, but no GPU bit check yet (benchmarks/RESULTS.md, "Same bits on every
-    device"), so ``auto`` keeps it on XLA."""
-    return ((model.order == "compressed" or spec.chain_order is None)
-            and (model.narrowing == "nearest" or spec.c_type != "bf16") and model.nan == "canonical")
 
 
 def tiling(spec, model, popts: PallasOptions):
