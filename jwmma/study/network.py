@@ -232,7 +232,9 @@ def _dequantised_product(cfg: Config, h, w):
     mc = config(builtin=cfg.builtin, model="exact", scaling=cfg.scaling)
     with x64_scope():
         qw, qx = jax.jit(quantise_operands, static_argnums=2)(jnp.asarray(h), jnp.asarray(w), mc)
-        w_eff, x_eff = np.asarray(effective(qw), np.float64), np.asarray(effective(qx), np.float64)
+        spec = mc.spec  # A = w^T blocks along K (its last axis), B = x^T along its first
+        w_eff = np.asarray(effective(qw, spec.a_format, axis=-1), np.float64)
+        x_eff = np.asarray(effective(qx, spec.b_format, axis=-2), np.float64)
     return x_eff.T @ w_eff.T
 
 
