@@ -35,6 +35,7 @@ DEFAULT_EVERY = {
     "test_models_fma_chain.py::test_fma_chain_builtin": 2,
     "test_siblings_gemm.py::test_register_path_equals_matrix_path": 2,
     "test_integer_clamp_hardware.py::test_dense_wmma_digests": 3,
+    "test_jax_versions.py::test_odd_k_bf16_subnormals_survive_padding_and_pruning": 2,
 }
 # Whole tests that run only with -m slow (a cheaper default test covers the same code):
 # wave blocks at every size (test_builtins' 4096-wave test runs blocks by default), the

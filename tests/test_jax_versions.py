@@ -101,10 +101,20 @@ def test_no_64_bit_request_outside_the_scope(rng):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="Explicitly requested dtype")
         jwmma.matmul(x, w)
-        jax.grad(lambda x, w: jwmma.matmul(x, w).sum(), argnums=(0, 1))(x, w)
-        jax.jit(jax.vmap(lambda r: jwmma.matmul(r, w)))(x[:, None])
         jwmma.gemm(jwmma.prune_2_4(a), a.T.copy())
         jwmma.gemm(a, a.T.copy(), builtin="mfma_f32_16x16x32_fp8_fp8", target="gfx950")
         jwmma.prune_2_4(x, rule="largest")
         jwmma.dot(np.ones(16, np.float16), np.ones(16, np.float16), np.float32(0), model="exact")
+        assert not jax.config.jax_enable_x64
+
+
+@pytest.mark.slow
+def test_no_64_bit_request_under_grad_and_vmap(rng):
+    """The same under transformations (each compiles a new program: slow)."""
+    x = rng.standard_normal((4, 128)).astype(np.float32)
+    w = rng.standard_normal((128, 16)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Explicitly requested dtype")
+        jax.grad(lambda x, w: jwmma.matmul(x, w).sum(), argnums=(0, 1))(x, w)
+        jax.jit(jax.vmap(lambda r: jwmma.matmul(r, w)))(x[:, None])
         assert not jax.config.jax_enable_x64
