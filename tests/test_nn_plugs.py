@@ -198,6 +198,7 @@ def test_qwix_routes_every_contraction_of_an_nnx_transformer():
 
 
 def test_provider_rejects_bad_rules():
+    pytest.importorskip("qwix")
     jq = pytest.importorskip("jwmma.nn.qwix")
     with pytest.raises(TypeError, match="Rule values"):
         jq.provider(["smfmac_f32_16x16x128_fp8_fp8"])

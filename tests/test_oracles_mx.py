@@ -190,7 +190,9 @@ def test_round_ties_and_edges(f):
                 assert abs(mx.decode_code(f, got)) == want, (f.name, v, sat, hex(got))
                 assert (got >> (f.bits - 1)) == (s < 0)  # the sign, also for a rounded-away zero
             fv = float(v)
-            if Fraction(fv) == v:
+            # ml_dtypes before 0.7 casts float64 through float32 (two roundings): compare with
+            # it only where the float32 step is exact
+            if Fraction(fv) == v and Fraction(float(np.float32(fv))) == v:
                 w = int(np.array([fv]).astype(f.dtype).view(np.uint8)[0])
                 if not isinstance(mx.decode_code(f, w), str):
                     assert mx.round_to_code(f, fv) == w, (f.name, fv)
