@@ -1,7 +1,8 @@
 """A transformer's forward pass with every contraction through a `jwmma.Unit`, beside the same
 pass with native float32 contractions (precision HIGHEST), in the same run on the same device.
 
-The model (Flax Linen, written here): token embedding, ``--layers`` pre-norm blocks of causal
+The model (Flax Linen: `jwmma.study.transformer.transformer`, the transformer study's model,
+without its position embedding): token embedding, ``--layers`` pre-norm blocks of causal
 multi-head attention (a fused q/k/v projection and the output projection: ``DenseGeneral``;
 scores and weighted values: einsums) and an MLP (two ``Dense``, GELU), then tied-embedding
 logits: 6 contractions per block and one for the logits. The blocks are one ``linen.scan`` (the
@@ -44,37 +45,12 @@ SMALL = dict(layers=1, d_model=64, heads=2, mlp=128, vocab=64, batch=2, seq=16)
 
 
 def transformer(layers, d_model, heads, mlp, vocab, dot_general, einsum):
-    """The Linen model with the given contractions (module doc)."""
-    from flax import linen
+    """The Linen model with the given contractions (module doc): `jwmma.study.transformer`'s
+    model (the one the transformer study trains), its blocks as one ``linen.scan`` and without
+    the study's position embedding."""
+    from jwmma.study.transformer import transformer as model
 
-    hd = d_model // heads
-
-    class Block(linen.Module):
-        @linen.compact
-        def __call__(self, x, _):
-            h = linen.LayerNorm()(x)
-            qkv = linen.DenseGeneral((3, heads, hd), dot_general=dot_general, name="qkv")(h)
-            q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
-            s = einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(hd).astype(np.float32)
-            causal = jnp.tril(jnp.ones((x.shape[1], x.shape[1]), bool))
-            a = jax.nn.softmax(jnp.where(causal, s, -1e30), axis=-1)
-            o = einsum("bhqk,bkhd->bqhd", a, v)
-            x = x + linen.DenseGeneral(d_model, axis=(-2, -1), dot_general=dot_general, name="out")(o)
-            h = linen.LayerNorm()(x)
-            h = linen.gelu(linen.Dense(mlp, dot_general=dot_general, name="up")(h))
-            return x + linen.Dense(d_model, dot_general=dot_general, name="down")(h), None
-
-    class LM(linen.Module):
-        @linen.compact
-        def __call__(self, tok):
-            embed = linen.Embed(vocab, d_model)
-            x = embed(tok)
-            blocks = linen.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=layers)
-            x, _ = blocks(name="blocks")(x, None)
-            x = linen.LayerNorm()(x)
-            return dot_general(x, embed.embedding, (((2,), (1,)), ((), ())))  # tied logits (b, s, vocab)
-
-    return LM()
+    return model(layers, d_model, heads, mlp, vocab, dot_general, einsum, scan=True)
 
 
 def timed_pass(fn, repeat):

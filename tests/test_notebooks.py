@@ -2,7 +2,7 @@
 
 ``JWMMA_NOTEBOOK_SMALL=1`` is set for the kernel: the study notebook then shrinks its sweep.
 Needs the ``notebooks`` extra (nbclient, nbformat, ipykernel, matplotlib); skipped without it.
-The quickstart is marked slow (``pytest -m slow``).
+The notebooks are marked slow (``pytest -m slow``): each compiles its emulated GEMMs.
 """
 from __future__ import annotations
 
@@ -67,4 +67,15 @@ def test_network_study_runs(monkeypatch):
     md = outputs(nb, "text/markdown")
     assert "| fp8 | CDNA4 | cdna3 | row |" in md and "**Conclusions**" in md
     assert "fine-tuned through fp8 CDNA4 cdna3" in outputs(nb)
+    assert outputs(nb, "image/png")
+
+
+@pytest.mark.slow  # ~3 min on 2 cores: every emulated GEMM shape compiles once per unit (4 units, 7 shapes
+#                    each, the sweep's and the training run's forward and backward shapes), ~2 s apiece
+def test_transformer_study_runs(monkeypatch):
+    pytest.importorskip("flax")
+    nb = execute("transformer_study.ipynb", monkeypatch)
+    md = outputs(nb, "text/markdown")
+    assert "| MI355X fp8 |" in md and "| Hopper fp8 |" in md and "**Conclusions**" in md
+    assert "through units:" in outputs(nb)
     assert outputs(nb, "image/png")

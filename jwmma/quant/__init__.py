@@ -6,10 +6,10 @@ study."""
 from __future__ import annotations
 
 from . import scaling
-from .dot_general import dot_general, einsum, quantise_gemm_operands
+from .dot_general import dot_general, effective_product, einsum, quantise_gemm_operands
 from .matmul import MatmulConfig, apply, config, matmul, quantise_operands
 from .scaling import SCALINGS
 from .unit import Unit
 
-__all__ = ["Unit", "dot_general", "einsum", "matmul", "apply", "config", "MatmulConfig", "quantise_operands",
+__all__ = ["Unit", "dot_general", "einsum", "effective_product", "matmul", "apply", "config", "MatmulConfig", "quantise_operands",
            "quantise_gemm_operands", "SCALINGS", "scaling"]

@@ -57,7 +57,7 @@ from ..tiled import gemm
 from . import scaling as sc
 from .unit import Unit
 
-__all__ = ["dot_general", "einsum", "contract", "quantise_gemm_operands", "check_dimension_numbers", "result_dtype",
+__all__ = ["dot_general", "einsum", "effective_product", "contract", "quantise_gemm_operands", "check_dimension_numbers", "result_dtype",
            "einsum_dimension_numbers", "LOGGER"]
 
 #: the logger of the explicit fallbacks (``Unit(fallback="native")``), one record per kind
@@ -476,6 +476,42 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     _check_precision(precision, unit)
     out_dtype = result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     return contract(unit, lhs, rhs, dims, out_dtype)
+
+
+def effective_product(lhs, rhs, dimension_numbers, *, unit: Unit):
+    """The exact product of the operands as ``unit`` quantises them, with no accumulator:
+    float64 values of its effective operands (the values its instruction multiplies, scale
+    factors undone: for ``scaling="mx"`` each element times its block's E8M0 scale, blocks
+    along K in the order `dot_general` lays K out; 2:4-pruned where the unit prunes).
+    What a study measures quantisation by, where the builtin has no ``model="exact"`` that
+    takes the unit's scales (the block-scaled builtins).
+
+    Args:
+        lhs, rhs, dimension_numbers: as `dot_general` (float operands).
+        unit: a `jwmma.Unit`.
+    Returns:
+        numpy float64 array (*batch, *lhs_free, *rhs_free): the products summed exactly up to
+        float64's rounding (numpy's matmul).
+    """
+    unit = _check_unit(unit, "jwmma.quant.effective_product")
+    lhs, rhs = as_array(lhs, "lhs"), as_array(rhs, "rhs")
+    lc, rc, lb, rb = check_dimension_numbers(dimension_numbers, tuple(lhs.shape), tuple(rhs.shape))
+    for name, v in (("lhs", lhs), ("rhs", rhs)):
+        if not _is_float(v.dtype):
+            raise _operand_error(name, v.dtype, unit)
+    lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    bshape = tuple(lhs.shape[d] for d in lb)
+    batch = (math.prod(bshape),) if lb else ()
+    lshape, rshape = tuple(lhs.shape[d] for d in lfree), tuple(rhs.shape[d] for d in rfree)
+    n, m, k = math.prod(lshape), math.prod(rshape), math.prod(lhs.shape[d] for d in lc)
+    lhs_c = _layout(lhs, lb + tuple(lfree) + lc, batch + (n, k))
+    rhs_c = _layout(rhs, rb + rc + tuple(rfree), batch + (k, m))
+    with x64_scope():
+        _, (le, re) = _forward(_forward_unit(unit), jnp.asarray(lhs_c, jnp.float32), jnp.asarray(rhs_c, jnp.float32),
+                               True)
+        le, re = np.asarray(le, np.float64), np.asarray(re, np.float64)
+    return np.matmul(le, re).reshape(bshape + lshape + rshape)
 
 
 def _parse(subscripts: str, lhs, rhs):

@@ -60,11 +60,12 @@ appended as each point finishes, so an interrupted run resumes where it stopped)
 Modules: `data` (distributions, pruning, quantisation), `exact_product` (the reference),
 `measures` (the error metrics), `remedies`, `sweep` (`run`, `emulate`), `store` (`Study`, the files and resume),
 `stats` (intervals, aggregation, the table), `plots` (figures; matplotlib optional). The
-command line is `jwmma.cli.study`.
+command line is `jwmma.cli.study`. `network` (a digits MLP) and `transformer` (a byte-level
+transformer, Flax) ask the same of trained networks (`jwmma study-net`).
 """
 from __future__ import annotations
 
-from . import data, exact_product, measures, network, parts, plots, remedies, share, stats, store, sweep
+from . import data, exact_product, measures, network, parts, plots, remedies, share, stats, store, sweep, transformer
 from ..models.parse import model_label, parse_model
 from .data import (
     DISTRIBUTIONS, FORMAT_ALIASES, FORMATS, SCALINGS, auto_scaling, data_rng, make_operands, prune_2_4_f64,
@@ -84,5 +85,5 @@ __all__ = [
     "auto_scaling", "ordered", "ulp_diff", "ulp_bins", "ulp_histogram", "DISTRIBUTIONS", "FORMATS",
     "FORMAT_ALIASES", "SCALINGS", "HIST_BINS", "U32", "KEY", "METRICS", "SUMMARY_KEY", "POINT_COLUMNS",
     "SUMMARY_COLUMNS", "DEFAULT_KS", "DEFAULT_MODELS", "DEFAULT_SEEDS", "DEFAULT_M", "DEFAULT_N",
-    "data", "exact_product", "measures", "plots", "remedies", "stats", "store", "sweep",
+    "data", "exact_product", "measures", "plots", "remedies", "stats", "store", "sweep", "network", "transformer",
 ]
