@@ -147,17 +147,24 @@ def test_inside_jit_and_compressed_operands(rng):
     assert not jax.config.jax_enable_x64
 
 
-@pytest.mark.parametrize("builtin,model,dt,c_dt", [
-    (FP8, None, ml_dtypes.float8_e4m3fn, np.float32),
-    ("swmmac_bf16_16x16x32_bf16_w32", None, ml_dtypes.bfloat16, ml_dtypes.bfloat16),
-    pytest.param("smfmac_i32_16x16x64_i8", None, np.int8, np.int32, marks=pytest.mark.slow),
-    pytest.param(FP8, "fma_chain", ml_dtypes.float8_e4m3fn, np.float32, marks=pytest.mark.slow),
-    pytest.param("wmma_f32_16x16x16_f16_w32_gfx12", "exact", np.float16, np.float32, marks=pytest.mark.slow),
+# the default run keeps one path per accumulator kind (f32 C on the matrix path, a 16-bit C on
+# the register path); each case compiles four sharded programs
+@pytest.mark.parametrize("builtin,model,dt,c_dt,paths", [
+    (FP8, None, ml_dtypes.float8_e4m3fn, np.float32, ("matrix",)),
+    ("swmmac_bf16_16x16x32_bf16_w32", None, ml_dtypes.bfloat16, ml_dtypes.bfloat16, ("registers",)),
+    pytest.param(FP8, None, ml_dtypes.float8_e4m3fn, np.float32, ("registers",), marks=pytest.mark.slow),
+    pytest.param("swmmac_bf16_16x16x32_bf16_w32", None, ml_dtypes.bfloat16, ml_dtypes.bfloat16, ("matrix",),
+                 marks=pytest.mark.slow),
+    pytest.param("smfmac_i32_16x16x64_i8", None, np.int8, np.int32, ("matrix", "registers"), marks=pytest.mark.slow),
+    pytest.param(FP8, "fma_chain", ml_dtypes.float8_e4m3fn, np.float32, ("matrix", "registers"),
+                 marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_f16_w32_gfx12", "exact", np.float16, np.float32, ("matrix", "registers"),
+                 marks=pytest.mark.slow),
 ])
-def test_gemm_inside_a_users_shard_map(rng, builtin, model, dt, c_dt):
-    """jwmma.gemm (both paths) inside the user's shard_map with A sharded over rows, B and C
-    replicated or C absent: each device's block has the one-device bits (the loop
-    carries start from zeros or a C that does not vary; they are cast to vary like A)."""
+def test_gemm_inside_a_users_shard_map(rng, builtin, model, dt, c_dt, paths):
+    """jwmma.gemm inside the user's shard_map with A sharded over rows, B and C replicated or
+    C absent: each device's block has the one-device bits (the loop carries start from zeros
+    or a C that does not vary; they are cast to vary like A)."""
     spec = jwmma.BUILTINS[builtin]
     dense = spec.dense
     a = floats(rng, (64, 2 * spec.k + 4), dt) if dt != np.int8 else rng.integers(-128, 128, (64, 2 * spec.k + 4)).astype(dt)
@@ -168,7 +175,7 @@ def test_gemm_inside_a_users_shard_map(rng, builtin, model, dt, c_dt):
     shard_map = getattr(jax, "shard_map", None)
     if shard_map is None:  # JAX before 0.7
         from jax.experimental.shard_map import shard_map
-    for path in ("matrix", "registers"):
+    for path in paths:
         kw = dict(builtin=builtin, model=model, path=path)
         f = shard_map(lambda a, b: jwmma.gemm(a, b, **kw), mesh=mesh, in_specs=(P("x", None), P()),
                       out_specs=P("x", None))
