@@ -31,7 +31,8 @@ ROWS = ["smfmac_f32_16x16x128_fp8_fp8:cdna3", "smfmac_f32_16x16x64_f16:cdna3", "
 
 
 def registers(name, waves):
-    """Zero registers of ``waves`` waves (values do not matter for compiling)."""
+    """Zero registers of ``waves`` waves (values do not matter for compiling): A, B, C, index and
+    the two scale registers, as `jwmma.engine.builtins.call` passes them."""
     spec = jwmma.BUILTINS[name]
 
     def zeros(fmt, shape):
@@ -41,6 +42,7 @@ def registers(name, waves):
            jwmma.pack_b(name, zeros(spec.b_format, (spec.k, spec.n))),
            jwmma.pack_c(name, jnp.zeros((spec.m, spec.n), spec.c_format.dtype if spec.c_format else jnp.int32)),
            jnp.zeros((spec.lanes,), jnp.int32)]
+    one += [jnp.zeros((spec.lanes,), jnp.int32)] * 2  # scale registers (zero words where none)
     return [jnp.broadcast_to(r, (waves,) + r.shape) for r in one]
 
 

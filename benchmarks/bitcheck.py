@@ -3,6 +3,7 @@
     python benchmarks/bitcheck.py --save before.npz                 # old code
     python benchmarks/bitcheck.py --compare before.npz              # new code: identical?
     python benchmarks/bitcheck.py --variant nodots --save x.npz     # one execution variant
+    python benchmarks/bitcheck.py --all --save before.npz           # every family of the table
 
 What it runs, on operands drawn with numpy from fixed seeds:
 * every builtin x every model that applies, on random register bit patterns (NaN/Inf, subnormals
@@ -10,6 +11,8 @@ What it runs, on operands drawn with numpy from fixed seeds:
 * `jwmma.gemm` on both paths for several builtins (odd shapes: padding; batch dims; given C);
 * `jwmma.dot` for every input format, models and long K (the scanned groups).
 
+``--all`` adds the families that earlier snapshots did not have (gfx942 SMFMAC, dense WMMA and
+MFMA, block-scaled MFMA); compare such a snapshot with one taken by ``--all`` too.
 ``--variant`` picks an execution choice that must not change any bit either: ``default``,
 ``nodots`` / ``dots`` (fp8 group sums per product / as matrix products), ``noalign`` (integer
 alignment instead of the float multiply), ``tile128`` (the GPU's matrix-path tile on a CPU).
@@ -33,6 +36,7 @@ def _parse():
     g.add_argument("--compare", metavar="NPZ")
     ap.add_argument("--variant", choices=VARIANTS, default="default")
     ap.add_argument("--only", default=None, help="only keys containing this text")
+    ap.add_argument("--all", action="store_true", help="every family of the table (module doc)")
     return ap.parse_args()
 
 
@@ -79,11 +83,18 @@ def models_for(spec) -> list[str]:
         mods += ["cdna3", "cdna3_c785138"]
     if spec.arch == "gfx12":
         mods.append("gfx12_dot4")
+    if ARGS.all and spec.default_model not in mods:  # the block-scaled rows' own model
+        mods.append(spec.default_model)
     return mods
 
 
 def call(spec, model, a, b, c, idx, clamp=True):
     fn = getattr(jwmma, spec.name)
+    conv = spec.convention.name
+    if conv == "mfma_scale":  # block-scaled: fp8 x fp8, no scale registers (every scale 1)
+        return fn(a, b, c, model=model, **KW)
+    if conv in ("mfma", "mfma_cdna3"):  # dense MFMA: cbsz, abid, blgp 0
+        return fn(a, b, c, model=model, **KW)
     if getattr(spec, "dense", False):  # RDNA4 dense WMMA : no index
         if spec.a_type in ("iu8", "iu4"):
             return fn(True, a, False, b, c, clamp, model=model, **KW)
@@ -104,6 +115,8 @@ def random_regs(rng, spec):
         words = rng.integers(0, 1 << 32, (WAVES, spec.lanes, op.n), dtype=np.uint64).astype(np.uint32)
         if op.elem_bits < 16:
             return words.view(np.int32)
+        if op.elem_bits == 32:  # f32 (and xf32) operands: random float32 bit patterns
+            return words.view(np.float32)
         return (words & 0xFFFF).astype(np.uint16).view(op.dtype)
 
     a, b = regs(spec.a), regs(spec.b)
@@ -118,7 +131,7 @@ def random_regs(rng, spec):
     return a, b, c, idx
 
 
-_VALUE_DTYPE = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e4m3fn,
+_VALUE_DTYPE = {"f32": np.float32, "xf32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e4m3fn,
                 "bf8": ml_dtypes.float8_e5m2}
 
 
@@ -138,7 +151,7 @@ def finite_values(rng, t, shape):
 
 def finite_regs(rng, spec):
     """Registers packed (pack_*) from finite matrices: the finite fast paths run."""
-    if spec.integer:
+    if spec.integer or spec.a_type not in _VALUE_DTYPE or spec.b_type not in _VALUE_DTYPE:
         return None
     a = finite_values(rng, spec.a_type, (WAVES, spec.m, spec.kc))
     b = finite_values(rng, spec.b_type, (WAVES, spec.k, spec.n))
@@ -146,6 +159,8 @@ def finite_regs(rng, spec):
         c = (rng.standard_normal((WAVES, spec.m, spec.n)) * 10.0 ** rng.integers(-40, 30, (WAVES, spec.m, spec.n))).astype(np.float32)
     else:
         c = finite_values(rng, spec.c_type, (WAVES, spec.m, spec.n))
+    if getattr(spec, "dense", False):
+        return (jwmma.pack_a(spec.name, a), jwmma.pack_b(spec.name, b), jwmma.pack_c(spec.name, c), None)
     pos = np.sort(np.stack([rng.permutation(4)[:2] for _ in range(WAVES * spec.m * spec.kc // 2)]), -1)
     pos = pos.reshape(WAVES, spec.m, spec.kc).astype(np.int32)
     s = 1 if spec.arch == "gfx950" and spec.a.elem_bits == 16 else 0
@@ -156,8 +171,9 @@ def finite_regs(rng, spec):
 def builtin_cases(out):
     rng = np.random.default_rng(1234)
     for name, spec in jwmma.BUILTINS.items():
-        if getattr(spec, "family", "") in ("CDNA3 SMFMAC", "RDNA4 WMMA"):
-            continue  # gfx942 SMFMAC and dense WMMA rows: not in the snapshots taken before them (tests/test_siblings*.py)
+        if not ARGS.all and getattr(spec, "family", "") in ("CDNA3 SMFMAC", "RDNA4 WMMA", "CDNA3 MFMA", "CDNA4 MFMA",
+                                                             "CDNA4 block-scaled MFMA"):
+            continue  # not in the snapshots taken before these families (tests/test_siblings*.py); --all adds them
         ops = random_regs(rng, spec)
         fin = finite_regs(rng, spec)
         for model in models_for(spec):

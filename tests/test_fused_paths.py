@@ -91,7 +91,7 @@ def test_matrix_product_group_sums_are_used_and_fall_back():
         def ok(a, b):
             af = formats.decode(formats.FP8, np.asarray(a).view(np.uint8).astype(np.int32))
             bf = formats.decode(formats.FP8, np.asarray(b).view(np.uint8).astype(np.int32))
-            return bool(fused_dots.group_sums(model, ctx, af, pos, bf)[2])
+            return bool(fused_dots.group_sums(model, ctx, af, pos, bf)[2].all())
         assert fused_dots.applies(model, ctx, (16, 64), (128, 16))
         assert ok(a, b)
         # row 3: compressed 0 (dense k 0) and 2 (dense k 4) are in the same half; with B row 0
@@ -101,3 +101,34 @@ def test_matrix_product_group_sums_are_used_and_fall_back():
         b2 = b.copy()
         b2[0, :], b2[4, :] = 448.0, 1.0
         assert not ok(a2, b2)
+
+
+@pytest.mark.parametrize("builtin,model", [
+    ("smfmac_f32_16x16x128_fp8_fp8", "cdna3"),
+    ("smfmac_f32_16x16x64_f16", "cdna3"),
+    ("smfmac_f32_16x16x64_bf16", "cdna3_c785138"),
+    ("swmmac_f32_16x16x32_f16_w32", "gfx12_dot4"),
+    ("swmmac_bf16_16x16x32_bf16_w32", "gfx12_dot4"),
+])
+def test_loop_and_unrolled_instructions_agree(builtin, model):
+    """The CPU's instruction (one loop over groups or steps) and the unrolled one other
+    platforms compile (``Options(platform=...)`` picks it, here on the CPU): the same bits on
+    random register words (NaN, Inf, subnormals, every exponent), with and without C specials."""
+    spec = jwmma.BUILTINS[builtin]
+    rng = np.random.default_rng(11)
+    waves = 24
+
+    def regs(op):
+        words = rng.integers(0, 1 << 32, (waves, spec.lanes, op.n), dtype=np.uint64).astype(np.uint32)
+        return words.view(np.int32) if op.elem_bits < 16 else (words & 0xFFFF).astype(np.uint16).view(op.dtype)
+
+    a, b, c = regs(spec.a), regs(spec.b), regs(spec.c)
+    if spec.c_type == "f32":
+        c = rng.integers(0, 1 << 32, (waves, spec.lanes, spec.c.n), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    idx = rng.integers(0, 1 << 32, (waves, spec.lanes), dtype=np.uint64).astype(np.uint32).view(np.int32)
+    fn = getattr(jwmma, builtin)
+    args = (a, b, c, idx, 0, 1) if spec.arch == "gfx942" or spec.arch == "gfx950" else (a, b, c, idx)
+    cpu = np.asarray(fn(*args, model=model)).view(np.uint16 if spec.c.elem_bits == 16 else np.uint32)
+    other = np.asarray(fn(*args, model=model, options=jwmma.Options(platform="gpu", backend="xla")))
+    other = other.view(cpu.dtype)
+    assert np.array_equal(cpu, other)

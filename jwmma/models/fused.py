@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -32,7 +33,7 @@ from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
 from .fused_dots import NO_EXP
 from .grouping import over_groups
-from .specials import product_specials, specials_shortcut
+from .specials import product_specials, specials_possible, specials_shortcut
 
 __all__ = ["FusedGroups", "CDNA3", "ROUNDINGS", "align"]
 
@@ -133,9 +134,64 @@ class FusedGroups(Model):
         return bool(options.group_dots) and fused_dots.applies(self, ctx, a_shape, b_shape)
 
     def instruction(self, ctx: Context, a, pos, b, c, select, options):
-        """`Model.instruction`: the special-value work only when some operand is NaN/Inf; for finite
-        8-bit operands the group sums as matrix products when ``options.group_dots`` (falling
-        back per product where a group fails the window test): the same bits either way."""
+        """`Model.accumulate` on whole matrices, as one `lax.scan` over the groups: each step
+        selects its group's B rows, sums the group (8-bit operands with ``options.group_dots``:
+        the matrix-product sums where its window test passed) and combines the sum with C.
+        The special-value flags of every group are computed before the loop, only when some
+        operand is NaN/Inf (a small `lax.cond`; all clear otherwise). The same bits as
+        `accumulate`, one traced copy of the group arithmetic.
+
+        Off the CPU (``options.platform``), and for operands whose products are not f32-exact
+        (bf16), `_unrolled_instruction`: the program whose GPU speed and bits RESULTS.md
+        records (the loop was measured on CPUs only, and was slower there for bf16)."""
+        if options.platform != "cpu" or not self._by_values(a, b, bool(options.float_alignment)):
+            # bf16 (its products are not f32-exact): the loop was slower on the CPU than the
+            # unrolled groups (0.68x for builtin calls), so only f32-exact operands take it
+            return self._unrolled_instruction(ctx, a, pos, b, c, select, options)
+        group, two, drop = self.resolved(ctx)
+        m, kc = a.sig.shape[-2:]
+        if group % 2 or kc % group:  # groups that split a 2:4 block: the products as they are
+            return self.accumulate(as_column(a), select(b, pos), c, ctx, options)
+        float_alignment = bool(options.float_alignment)
+        n = b.sig.shape[-1]
+        ng = kc // group
+        possible = specials_possible(ctx, a, b)
+        out = (*jnp.broadcast_shapes(a.sig.shape[:-2], b.sig.shape[:-2], c.shape[:-2]), m, n)
+
+        def flags():  # (G, *out) per flag
+            fl = self._flags(as_column(a), select(b, pos), ctx, float_alignment)
+            return tuple(jnp.broadcast_to(jnp.moveaxis(f.reshape(*f.shape[:-2], ng, group, n).any(axis=-2), -2, 0),
+                                          (ng, *out)) for f in fl)
+
+        clear = tuple(jnp.zeros((ng, *out), bool) for _ in range(self._n_flags(ctx)))
+        xs = dict(flags=lax.cond(possible, flags, lambda: clear))
+        dots = self.dots_apply(ctx, options, a.sig.shape, b.sig.shape)
+        if dots:  # every group's sums as matrix products, and whether its window test passed
+            s, e, ok = fused_dots.sums(self, ctx, a, pos, b, c)
+            xs.update(s=jnp.broadcast_to(s, (ng, *out)), e=jnp.broadcast_to(e, (ng, *out)).astype(jnp.int32),
+                      ok=ok & ~possible)
+
+        def body(i, acc):
+            x = jax.tree_util.tree_map(lambda t: t[i], xs)
+            # the group's operands: slices of the decoded matrices (no stacked copies)
+            ga = jax.tree_util.tree_map(lambda t: lax.dynamic_slice_in_dim(t, i * group, group, -1), a)
+            gp = lax.dynamic_slice_in_dim(pos, i * group, group, -1)
+            gb = jax.tree_util.tree_map(lambda t: lax.dynamic_slice_in_dim(t, i * 2 * group, 2 * group, -2), b)
+
+            def per_product():
+                S, Es = self._group_sum(as_column(ga), select(gb, gp), ctx, two, float_alignment)
+                return jnp.broadcast_to(S, out).astype(jnp.int64), jnp.broadcast_to(Es, out).astype(jnp.int32)
+
+            S, Es = lax.cond(x["ok"], lambda: (x["s"], x["e"]), per_product) if dots else per_product()
+            return self._combine_group(S, Es, acc, drop, x["flags"])
+
+        return lax.fori_loop(0, ng, body, jnp.broadcast_to(c, out).astype(jnp.int32))
+
+    def _unrolled_instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """The instruction as `accumulate` traces it (groups unrolled), the special-value work
+        only when some operand is NaN/Inf; for finite 8-bit operands with
+        ``options.group_dots`` the group sums as matrix products (falling back per product
+        where a group fails the window test). The same bits as `instruction`."""
         a_col = as_column(a)  # once, outside the branches (XLA fuses the branches better)
 
         def per_product(specials):
@@ -165,22 +221,46 @@ class FusedGroups(Model):
         same bits, fewer operations."""
         group, two, drop = self.resolved(ctx)
         float_alignment = True if options is None else bool(options.float_alignment)
-        return over_groups(
-            a, b, c_bits, group,
-            lambda ga, gb, acc: self._group(ga, gb, acc, ctx, two, drop, product_specials, float_alignment),
-        )
 
-    def _group(self, a, b, c_bits, ctx: Context, two: bool, drop: bool, specials: bool, float_alignment: bool):
-        S, Es, P, neg = self._group_sum(a, b, ctx, two, float_alignment)
-        cf = decode(F32, c_bits)
-        bits = self.combine(S, Es, cf, drop)
-        if not specials:
-            return self.finish(bits, cf)
+        def step(ga, gb, acc):
+            S, Es = self._group_sum(ga, gb, ctx, two, float_alignment)
+            flags = tuple(f.any(axis=-2) for f in self._flags(ga, gb, ctx, float_alignment)) if product_specials else None
+            return self._combine_group(S, Es, acc, drop, flags)
+
+        return over_groups(a, b, c_bits, group, step)
+
+    def _n_flags(self, ctx: Context) -> int:
+        """How many special-value flags `_flags` gives (5: bf16 products that overflow under
+        ``renormalize=False`` are flags of their own)."""
+        return 5 if ctx.a.max_exp + ctx.b.max_exp + 2 > 128 and not self.renormalize else 3
+
+    def _by_values(self, a, b, float_alignment: bool) -> bool:
+        """Whether the group sums work on the operands' exact f32 values (`_group_sum`)."""
+        return (float_alignment and self.product_rounding == "truncate" and a.val is not None and b.val is not None
+                and self.frac_bits <= 28)
+
+    def _flags(self, a, b, ctx: Context, float_alignment: bool = True):
+        """Special values of the products, decided before anything else (IEEE propagation of
+        the float64 sum): NaN, +Inf, -Inf, and for bf16 products that reach 2**128 (MMA-Sim 2.x:
+        Inf products; c785138: two more flags, positive and negative overflow).
+
+        Args:
+            a, b: decoded operands (..., K, 1 or N), (..., K, N); ctx: the formats.
+        Returns:
+            A tuple of `_n_flags` boolean arrays of the products' shape (reduce over K per group).
+        """
         fa, fb = ctx.a, ctx.b
         mab = fa.mbits + fb.mbits
-        # ---- specials, decided before anything else (IEEE propagation of the float64 sum)
+        if self._by_values(a, b, float_alignment):
+            # exact f32 values (f16, fp8): the f32 product is IEEE's special product (NaN factor or
+            # Inf times zero: NaN; otherwise +-Inf), and finite products cannot overflow
+            V = a.val * b.val
+            return jnp.isnan(V), V == jnp.inf, V == -jnp.inf
         nan_p, pinf_p, ninf_p = product_specials(a, b)
+        extra = ()
         if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
+            P = a.sig * b.sig
+            neg = (a.sign ^ b.sign) == 1
             finite_p = ~(a.nan | a.inf | b.nan | b.inf)
             lead_p = 31 - lax.clz(P) + a.exp + b.exp - mab  # exponent of the leading bit
             big = finite_p & (P != 0) & (lead_p >= 128)
@@ -188,15 +268,29 @@ class FusedGroups(Model):
                 pinf_p = pinf_p | (big & ~neg)
                 ninf_p = ninf_p | (big & neg)
             else:  # c785138: overflow is looked at only when the float64 sum is finite
-                bpos = (big & ~neg).any(axis=-2)
-                bneg = (big & neg).any(axis=-2)
-                bits = jnp.where(bpos, 0x7F800000, bits)
-                bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
-                bits = jnp.where(bpos & bneg, F32.qnan, bits)
-        return self.finish(bits, cf, nan_p.any(axis=-2), pinf_p.any(axis=-2), ninf_p.any(axis=-2))
+                extra = (big & ~neg, big & neg)
+        shape = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)
+        return tuple(jnp.broadcast_to(f, shape) for f in (nan_p, pinf_p, ninf_p) + extra)
+
+    def _combine_group(self, S, Es, acc, drop: bool, flags=None):
+        """The next accumulator: the group sum S * 2**(Es - frac_bits) combined with ``acc``
+        (f32 bits) and rounded, then the special values (``flags``: the group's `_flags`
+        reduced over its products, or None when no product is NaN/Inf)."""
+        cf = decode(F32, acc)
+        bits = self.combine(S, Es, cf, drop)
+        if flags is None:
+            return self.finish(bits, cf)
+        nan_p, pinf_p, ninf_p, *big = flags
+        if big:  # c785138: overflowing products decide a finite sum; C's and the products' specials win
+            bpos, bneg = big
+            bits = jnp.where(bpos, 0x7F800000, bits)
+            bits = jnp.where(bneg, jnp.int32(-0x800000), bits)
+            bits = jnp.where(bpos & bneg, F32.qnan, bits)
+        return self.finish(bits, cf, nan_p, pinf_p, ninf_p)
 
     def _group_sum(self, a, b, ctx: Context, two: bool, float_alignment: bool):
-        """(S, E, P, neg): the group's aligned sum S in units of 2**(E - frac_bits)."""
+        """(S, E): the group's aligned sum S in units of 2**(E - frac_bits). Products that are
+        NaN/Inf or overflow give meaningless values; `_flags` marks them."""
         fa, fb = ctx.a, ctx.b
         mab = fa.mbits + fb.mbits
         F = self.frac_bits
@@ -204,45 +298,54 @@ class FusedGroups(Model):
         half = -(-g // 2) if two else g
         wide = F + 2 + math.ceil(math.log2(max(half, 2))) + 1 > 31
         dt = jnp.int64 if wide else jnp.int32
-        P = a.sig * b.sig  # < 2**(mab+2): exact in int32
-        if self.zero_exponent is None:
-            E = jnp.where(P == 0, NO_EXP, a.exp + b.exp)
-        else:
-            z = self.zero_exponent
-            E = jnp.where(a.sig == 0, z, a.exp) + jnp.where(b.sig == 0, z, b.exp)
-        neg = (a.sign ^ b.sign) == 1
-        # Truncating alignment of an exact f32 product is one multiply by 2**(F - E_T) and a
-        # conversion toward zero: exact when products fit f32 (fp8, f16) and |q| < 2**(F+2).
-        V = None
-        if float_alignment and self.product_rounding == "truncate" and a.val is not None and b.val is not None and F <= 28:
+        P = neg = V = None
+        if self._by_values(a, b, float_alignment):
+            # Truncating alignment of an exact f32 product is one multiply by 2**(F - E_T) and a
+            # conversion toward zero: exact when products fit f32 (fp8, f16) and |q| < 2**(F+2).
+            # The values are then all it needs: a zero product is a zero value, and an operand's
+            # exponent is that of its f32 value (`_val_exp`), so only the values are decoded and
+            # travel through the selection of B rows.
             V = a.val * b.val
+            a_exp, b_exp = _val_exp(a.val, fa), _val_exp(b.val, fb)
+            if self.zero_exponent is None:
+                E = jnp.where(V == 0, NO_EXP, a_exp + b_exp)
+            else:
+                z = self.zero_exponent
+                E = jnp.where(a.val == 0, z, a_exp) + jnp.where(b.val == 0, z, b_exp)
+        else:
+            P = a.sig * b.sig  # < 2**(mab+2): exact in int32
+            if self.zero_exponent is None:
+                E = jnp.where(P == 0, NO_EXP, a.exp + b.exp)
+            else:
+                z = self.zero_exponent
+                E = jnp.where(a.sig == 0, z, a.exp) + jnp.where(b.sig == 0, z, b.exp)
+            neg = (a.sign ^ b.sign) == 1
 
         def fused_sum(P, E, neg, V, axis):
             ET = E.max(axis=axis)
             ETb = jnp.expand_dims(ET, axis)
             if V is not None:
                 scale = pow2_f32(jnp.clip(F - ETb, -126, 127))
-                return (V * scale).astype(jnp.int32).astype(dt).sum(axis=axis), ET
-            return align(P, ETb - E, F - mab, neg, self.product_rounding, dt).sum(axis=axis), ET
+                return (V * scale).astype(jnp.int32).astype(dt).sum(axis=axis, dtype=dt), ET
+            return align(P, ETb - E, F - mab, neg, self.product_rounding, dt).sum(axis=axis, dtype=dt), ET
 
         if two and g > 1 and g % 2 == 0:
             # even and odd positions as an axis of their own (no strided slices)
-            split = lambda t: t.reshape(*t.shape[:-2], g // 2, 2, t.shape[-1])
-            parts = list(jnp.broadcast_arrays(P, E, neg)) + ([] if V is None else [jnp.broadcast_to(V, P.shape)])
-            parts = [split(t) for t in parts]
-            S2, ET2 = fused_sum(*parts[:3], parts[3] if V is not None else None, -3)
+            split = lambda t: None if t is None else t.reshape(*t.shape[:-2], g // 2, 2, t.shape[-1])  # noqa: E731
+            parts = [None if t is None else split(jnp.broadcast_to(t, E.shape)) for t in (P, E, neg, V)]
+            S2, ET2 = fused_sum(*parts, -3)
             S0, S1, E0, E1 = S2[..., 0, :], S2[..., 1, :], ET2[..., 0, :], ET2[..., 1, :]
         elif two and g > 1:  # a partial last group (a group of one has no odd half)
-            sl = lambda t, i: None if t is None else t[..., i::2, :]
-            S0, E0 = fused_sum(P[..., 0::2, :], E[..., 0::2, :], neg[..., 0::2, :], sl(V, 0), -2)
-            S1, E1 = fused_sum(P[..., 1::2, :], E[..., 1::2, :], neg[..., 1::2, :], sl(V, 1), -2)
+            sl = lambda t, i: None if t is None else t[..., i::2, :]  # noqa: E731
+            S0, E0 = fused_sum(sl(P, 0), sl(E, 0), sl(neg, 0), sl(V, 0), -2)
+            S1, E1 = fused_sum(sl(P, 1), sl(E, 1), sl(neg, 1), sl(V, 1), -2)
         if two and g > 1:
             Es = jnp.maximum(E0, E1)
             lim = 63 if wide else 31
             S = (S0 >> jnp.minimum(Es - E0, lim).astype(dt)) + (S1 >> jnp.minimum(Es - E1, lim).astype(dt))
         else:
             S, Es = fused_sum(P, E, neg, V, -2)
-        return S, Es, P, neg
+        return S, Es
 
     def combine(self, S, Es, cf, drop: bool):
         """f32 bits of the group sum S * 2**(Es - frac_bits) added to the decoded C (finite
@@ -282,6 +385,12 @@ class FusedGroups(Model):
         bits = jnp.where(ninf, jnp.int32(-0x800000), bits)  # 0xFF800000
         bits = jnp.where(znan, F32.qnan, bits)
         return bits.astype(jnp.int32)
+
+
+def _val_exp(val, fmt):
+    """The decoded exponent (`Fields.exp`) of nonzero finite values from their exact f32
+    values: the f32 exponent, or the format's least for its subnormals."""
+    return jnp.maximum(((lax.bitcast_convert_type(val, jnp.int32) >> 23) & 0xFF) - 127, fmt.min_exp)
 
 
 def _shift(x, n):

@@ -31,7 +31,7 @@ from ..numerics.formats import F32, decode, pow2_f32
 from ..numerics.rounding import pow2_f64
 from .base import Context
 
-__all__ = ["NO_EXP", "applies", "group_sums", "accumulate", "fold", "foldable", "dense_dot"]
+__all__ = ["NO_EXP", "applies", "group_sums", "sums", "accumulate", "fold", "foldable", "dense_dot"]
 
 NO_EXP = -(2**20)  # exponent of a zero product that must not set the group maximum
 #: outputs of one folded matrix product below which the per-product path is faster (direct
@@ -130,8 +130,8 @@ def group_sums(model, ctx: Context, a, pos, b):
 
     a: decoded A (..., M, Kc); pos: (..., M, Kc); b: decoded B (..., Kd, N); no operand NaN/Inf.
     Returns (S, E, ok): S (int64) and E (int32) of shape (..., G, M, N) for the G groups of
-    the step, the quantities `FusedGroups.combine` takes, and ok, a scalar: True when no
-    product of any group was truncated (else S is not to be used)."""
+    the step, the quantities `FusedGroups.combine` takes, and ok, (G,) booleans: True where no
+    product of the group (in any output) was truncated (else its S is not to be used)."""
     group, _, _ = model.resolved(ctx)
     F = model.frac_bits
     mab = ctx.a.mbits + ctx.b.mbits
@@ -169,15 +169,31 @@ def group_sums(model, ctx: Context, a, pos, b):
         e_min = ca + cb - (_exponent(t_min) >> 2)
         exact = (t_max == 0) | (e_t - e_min <= F - mab)
         s = jnp.where(t_max > 0, v * pow2_f64(jnp.clip(F - e_t, -1000, 1000)), 0.0)
-        halves.append((s.astype(jnp.int64), e_t, jnp.all(exact)))
+        halves.append((s.astype(jnp.int64), e_t, jnp.all(exact, axis=tuple(i for i in range(exact.ndim) if i != exact.ndim - 3))))
     (s0, e0, ok0), (s1, e1, ok1) = halves
     e = jnp.maximum(e0, e1)
     s = (s0 >> jnp.minimum(e - e0, 63).astype(jnp.int64)) + (s1 >> jnp.minimum(e - e1, 63).astype(jnp.int64))
     return s, e, ok0 & ok1
 
 
+def sums(model, ctx: Context, a, pos, b, c_bits):
+    """`group_sums` for one instruction step in the layout of the per-product path: tiles
+    folded into matrix products (`fold`) and back.
+
+    Args:
+        model, ctx, a, pos, b: as `group_sums`; c_bits: (..., M, N) C (only its shape is used).
+    Returns:
+        (S, E, ok): S int64 and E int32 of shape (G, *batch, M, N), ok as `group_sums`.
+    """
+    a, pos, b, _, unfold = fold(a, pos, b, c_bits)
+    s, e, ok = group_sums(model, ctx, a, pos, b)
+    back = lambda t: jax.vmap(unfold)(jnp.moveaxis(t, -3, 0))  # noqa: E731
+    return back(s), back(e), ok
+
+
 def accumulate(model, ctx: Context, a, pos, b, c_bits):
-    """(bits, ok): the model's D from the group sums of `group_sums`, group after group."""
+    """(bits, ok): the model's D from the group sums of `group_sums`, group after group
+    (`FusedGroups._unrolled_instruction`); ok: a scalar, every group's window test passed."""
     _, _, drop = model.resolved(ctx)
     a, pos, b, c_bits, unfold = fold(a, pos, b, c_bits)
     s, e, ok = group_sums(model, ctx, a, pos, b)
@@ -185,7 +201,7 @@ def accumulate(model, ctx: Context, a, pos, b, c_bits):
     for g in range(s.shape[-3]):
         cf = decode(F32, acc)
         acc = model.finish(model.combine(s[..., g, :, :], e[..., g, :, :], cf, drop), cf)
-    return unfold(acc), ok
+    return unfold(acc), jnp.all(ok)
 
 
 def fold(a, pos, b, c):

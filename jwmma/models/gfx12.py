@@ -41,13 +41,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F16, F32, FloatFormat, decode
+from ..numerics.formats import BF16, F16, F32, FloatFormat, decode, pow2_f32
 from ..numerics.rounding import round_to_format
 from .fields import Bool, Choice, Int
-from .base import Context, Model
+from .base import Context, Model, as_column
 from .grouping import over_groups
 
 __all__ = ["Gfx12Dot4", "SPECIALS", "NARROWINGS"]
@@ -76,6 +77,12 @@ def _shift(v, sh, width: int):
     left = jnp.clip(sh, 0, width - 1).astype(v.dtype)
     right = jnp.clip(-sh, 0, width - 1).astype(v.dtype)
     return jnp.where(sh >= 0, v << left, v >> right)
+
+
+def _val_exp(val, fmt):
+    """The decoded exponent (`Fields.exp`) of nonzero finite values from their exact f32 values:
+    the f32 exponent, or the format's least for its subnormals."""
+    return jnp.maximum(((lax.bitcast_convert_type(val, jnp.int32) >> 23) & 0xFF) - 127, fmt.min_exp)
 
 
 def _bitlen(x):
@@ -140,6 +147,29 @@ class Gfx12Dot4(Model):
         return pairs, floor
 
     # ------------------------------------------------------------------ arithmetic
+    def instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """`Model.accumulate` on whole matrices, as one loop over the steps: each selects its
+        B rows and runs `_step` (the decoded operands enter the loop whole, so their decoding
+        is computed once, not once per product). The same bits, one traced step. Off the CPU
+        (``options.platform``), `Model.instruction`: the program whose GPU speed and bits
+        RESULTS.md records (the loop was measured on CPUs only)."""
+        if options.platform != "cpu":
+            return super().instruction(ctx, a, pos, b, c, select, options)
+        pairs, floor = self.resolved(ctx)
+        m, kc = a.sig.shape[-2:]
+        st = self.step
+        if st % 2 or kc % st:  # steps that split a 2:4 block: the products as they are
+            return self.accumulate(as_column(a), select(b, pos), c, ctx, options)
+        out = (*jnp.broadcast_shapes(a.sig.shape[:-2], b.sig.shape[:-2], c.shape[:-2]), m, b.sig.shape[-1])
+
+        def body(i, acc):
+            ga = jax.tree_util.tree_map(lambda t: lax.dynamic_slice_in_dim(t, i * st, st, -1), a)
+            gp = lax.dynamic_slice_in_dim(pos, i * st, st, -1)
+            gb = jax.tree_util.tree_map(lambda t: lax.dynamic_slice_in_dim(t, i * 2 * st, 2 * st, -2), b)
+            return self._step(as_column(ga), select(gb, gp), acc, ctx, pairs, floor)
+
+        return lax.fori_loop(0, kc // st, body, jnp.broadcast_to(c, out).astype(jnp.int32))
+
     def accumulate(self, a, b, c_bits, ctx: Context, options=None):
         """`Model.accumulate`: consecutive steps of ``step`` products."""
         pairs, floor = self.resolved(ctx)
@@ -158,14 +188,23 @@ class Gfx12Dot4(Model):
         wide = tot_bits > 31
         dt = jnp.int64 if wide else jnp.int32
         width = 64 if wide else 32
+        # exact f32 values (f16, fp8): a product is one f32 multiply, and its value floored onto a
+        # grid is a multiply by a power of two and a floor (exact: |x| < 2**(F+2) <= 2**31, never
+        # subnormal), so only the operands' values are decoded and gathered
+        values = a.val is not None and b.val is not None and F <= 29
 
         # ---- products: exact significand products, their grids and lsb exponents
-        P = (a.sig * b.sig).astype(dt)  # < 2**22
-        ae = a.exp + b.exp  # alignment exponents (for P != 0 the MMA-Sim exp is ae)
-        grid = jnp.where(P != 0, ae - F, EMPTY)
-        lsb = ae - mab
-        neg = (a.sign ^ b.sign) == 1
-        v = jnp.where(neg, -P, P)
+        if values:
+            V = a.val * b.val
+            ae = _val_exp(a.val, fa) + _val_exp(b.val, fb)
+            grid = jnp.where(V != 0, ae - F, EMPTY)
+        else:
+            P = (a.sig * b.sig).astype(dt)  # < 2**22
+            ae = a.exp + b.exp  # alignment exponents (for P != 0 the MMA-Sim exp is ae)
+            grid = jnp.where(P != 0, ae - F, EMPTY)
+            lsb = ae - mab
+            neg = (a.sign ^ b.sign) == 1
+            v = jnp.where(neg, -P, P)
 
         # ---- C, widened exactly: value csig * 2**clsb
         cf = decode(fc, c_bits)
@@ -188,7 +227,11 @@ class Gfx12Dot4(Model):
         for i in range(n_sub):
             sl = slice(i * sub, min((i + 1) * sub, g))
             gp = grid[..., sl, :].max(axis=-2)
-            s = _shift(v[..., sl, :], lsb[..., sl, :] - gp[..., None, :], width).sum(axis=-2)
+            if values:  # floor(V * 2**-gp); a subgroup of zero products sums zeros
+                scale = pow2_f32(jnp.clip(-gp, -126, 127))[..., None, :]
+                s = jnp.floor(V[..., sl, :] * scale).astype(jnp.int32).astype(dt).sum(axis=-2, dtype=dt)
+            else:
+                s = _shift(v[..., sl, :], lsb[..., sl, :] - gp[..., None, :], width).sum(axis=-2)
             total = total + _shift(s, gp - G, width)
 
         # ---- rounding into the accumulator format; zero (underflow included) is +0
@@ -212,13 +255,22 @@ class Gfx12Dot4(Model):
             invalid_nan = factor_nan
         if fc == F32:
             factor_nan, invalid_nan, pos_inf, neg_inf = map(_i32, (factor_nan, invalid_nan, pos_inf, neg_inf))
-        a_zero = (a.sig == 0) & ~a.nan & ~a.inf
-        b_zero = (b.sig == 0) & ~b.nan & ~b.inf
-        any_nan = (a.nan | b.nan).any(axis=-2)
-        inf_k = a.inf | b.inf
-        invalid = ((a.inf & b_zero) | (b.inf & a_zero)).any(axis=-2)
-        p_pos = (inf_k & ~neg).any(axis=-2)
-        p_neg = (inf_k & neg).any(axis=-2)
+        if values:
+            # the f32 product is IEEE's: NaN for a NaN factor or Inf times zero, +-Inf for an Inf
+            # factor otherwise (an Inf times zero is invalid, which outranks its sign)
+            factor_nan_k = jnp.isnan(a.val) | jnp.isnan(b.val)
+            any_nan = factor_nan_k.any(axis=-2)
+            invalid = (jnp.isnan(V) & ~factor_nan_k).any(axis=-2)
+            p_pos = (V == jnp.inf).any(axis=-2)
+            p_neg = (V == -jnp.inf).any(axis=-2)
+        else:
+            a_zero = (a.sig == 0) & ~a.nan & ~a.inf
+            b_zero = (b.sig == 0) & ~b.nan & ~b.inf
+            any_nan = (a.nan | b.nan).any(axis=-2)
+            inf_k = a.inf | b.inf
+            invalid = ((a.inf & b_zero) | (b.inf & a_zero)).any(axis=-2)
+            p_pos = (inf_k & ~neg).any(axis=-2)
+            p_neg = (inf_k & neg).any(axis=-2)
         invalid = invalid | (p_pos & p_neg)
         pos = p_pos | (cf.inf & (cf.sign == 0))
         ng = p_neg | (cf.inf & (cf.sign == 1))
