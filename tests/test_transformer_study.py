@@ -210,7 +210,9 @@ def test_cli_small(tmp_path):
                  "--train-steps", "0", "--eval-docs", "1", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
     assert [r["key"] for r in result["rows"]] == ["exact"] and result["training"] is None
-    assert result["f32"]["ppl"] < 3 and result["rows"][0]["top1_agree"] > 0.8
+    # one document of 64 bytes: less context to recall from than the full study's 256 (ppl 2.26);
+    # a model that learned nothing would have 256
+    assert result["f32"]["ppl"] < 4 and result["rows"][0]["top1_agree"] > 0.8
     assert (out / "units.csv").read_text().startswith("key,label,") and (out / "transformer_layer_errors.png").exists()
 
 

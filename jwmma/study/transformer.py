@@ -994,7 +994,8 @@ def plot(result: dict, out) -> list:
             ax.grid(alpha=0.3)
         axes[0].set_ylabel("accumulator / total error of p @ v")
         axes[1].set_ylabel("relative error: accumulator (solid), quantisation (dotted)")
-        axes[0].legend(fontsize=7)
+        if axes[0].get_legend_handles_labels()[0]:  # every unit with a nonzero accumulator error
+            axes[0].legend(fontsize=7)
         fig.tight_layout()
         paths.append(out / "transformer_context.png")
         fig.savefig(paths[-1], dpi=110)
