@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import F32, decode, pow2_f32
+from ..numerics.formats import F32, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
 from . import fused_dots
 from .fma_chain import FMAChain
@@ -303,10 +303,10 @@ class FusedGroups(Model):
             # Truncating alignment of an exact f32 product is one multiply by 2**(F - E_T) and a
             # conversion toward zero: exact when products fit f32 (fp8, f16) and |q| < 2**(F+2).
             # The values are then all it needs: a zero product is a zero value, and an operand's
-            # exponent is that of its f32 value (`_val_exp`), so only the values are decoded and
+            # exponent is that of its f32 value (`value_exponent`), so only the values are decoded and
             # travel through the selection of B rows.
             V = a.val * b.val
-            a_exp, b_exp = _val_exp(a.val, fa), _val_exp(b.val, fb)
+            a_exp, b_exp = value_exponent(a.val, fa), value_exponent(b.val, fb)
             if self.zero_exponent is None:
                 E = jnp.where(V == 0, NO_EXP, a_exp + b_exp)
             else:
@@ -386,11 +386,6 @@ class FusedGroups(Model):
         bits = jnp.where(znan, F32.qnan, bits)
         return bits.astype(jnp.int32)
 
-
-def _val_exp(val, fmt):
-    """The decoded exponent (`Fields.exp`) of nonzero finite values from their exact f32
-    values: the f32 exponent, or the format's least for its subnormals."""
-    return jnp.maximum(((lax.bitcast_convert_type(val, jnp.int32) >> 23) & 0xFF) - 127, fmt.min_exp)
 
 
 def _shift(x, n):

@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F16, F32, FloatFormat, decode, pow2_f32
+from ..numerics.formats import BF16, F16, F32, FloatFormat, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
 from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
@@ -78,11 +78,6 @@ def _shift(v, sh, width: int):
     right = jnp.clip(-sh, 0, width - 1).astype(v.dtype)
     return jnp.where(sh >= 0, v << left, v >> right)
 
-
-def _val_exp(val, fmt):
-    """The decoded exponent (`Fields.exp`) of nonzero finite values from their exact f32 values:
-    the f32 exponent, or the format's least for its subnormals."""
-    return jnp.maximum(((lax.bitcast_convert_type(val, jnp.int32) >> 23) & 0xFF) - 127, fmt.min_exp)
 
 
 def _bitlen(x):
@@ -196,7 +191,7 @@ class Gfx12Dot4(Model):
         # ---- products: exact significand products, their grids and lsb exponents
         if values:
             V = a.val * b.val
-            ae = _val_exp(a.val, fa) + _val_exp(b.val, fb)
+            ae = value_exponent(a.val, fa) + value_exponent(b.val, fb)
             grid = jnp.where(V != 0, ae - F, EMPTY)
         else:
             P = (a.sig * b.sig).astype(dt)  # < 2**22

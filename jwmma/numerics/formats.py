@@ -17,7 +17,7 @@ __all__ = [
     "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ", "FP6", "BF6",
     "FP4", "XF32", "E8M0_NAN", "E8M0_BIAS",
     "I8", "U8", "I4", "U4", "I32", "FLOAT_FORMATS", "INT_FORMATS", "ZERO_EXP", "format_of", "decode",
-    "decode_int", "decode_fields", "f32_magnitude", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
+    "value_exponent", "decode_int", "decode_fields", "f32_magnitude", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
     "unpack_fields",
 ]
 
@@ -226,6 +226,20 @@ def f32_magnitude(fmt: FloatFormat, sig, exp):
     if not exactly_normal_in_f32(fmt):
         return None
     return sig.astype(jnp.float32) * pow2_f32(jnp.where(sig == 0, 0, exp - fmt.mbits))
+
+
+def value_exponent(val: jnp.ndarray, fmt: FloatFormat) -> jnp.ndarray:
+    """`Fields.exp` of nonzero finite values of ``fmt`` from their exact float32 values (`decode`'s
+    ``val``): the float32 exponent, read from the bits (never a float op), or ``fmt``'s least
+    exponent for its subnormals (whose float32 values are normal for every format with a
+    ``val``).
+
+    Args:
+        val: float32 array, exact values of ``fmt``; fmt: their format.
+    Returns:
+        int32 array of ``val``'s shape (meaningless where ``val`` is zero, NaN or Inf).
+    """
+    return jnp.maximum(((lax.bitcast_convert_type(val, jnp.int32) >> 23) & 0xFF) - 127, fmt.min_exp)
 
 
 def decode_int(fmt: IntFormat, code: jnp.ndarray) -> jnp.ndarray:
