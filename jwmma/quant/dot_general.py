@@ -391,6 +391,29 @@ def _layout(x, perm, shape):
     return xp.reshape(x, shape)
 
 
+def _canonical(lhs, rhs, dims):
+    """The operands as the unit's GEMM takes them, and the result's shape.
+
+    Args:
+        lhs, rhs: arrays; dims: ``(lc, rc, lb, rb)`` from `check_dimension_numbers`.
+    Returns:
+        ``(lhs_c, rhs_c, out_shape)``: lhs_c ``(*batch, N, K)`` and rhs_c ``(*batch, K, M)``
+        (one batch dim of the batch dims' product, none without them: the programs depend on
+        its size only; K in the order of ``lc``), out_shape ``(*batch, *lhs free, *rhs free)``
+        as `jax.lax.dot_general`'s.
+    """
+    lc, rc, lb, rb = dims
+    lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    bshape = tuple(lhs.shape[d] for d in lb)
+    batch = (math.prod(bshape),) if lb else ()
+    lshape, rshape = tuple(lhs.shape[d] for d in lfree), tuple(rhs.shape[d] for d in rfree)
+    n, m, k = math.prod(lshape), math.prod(rshape), math.prod(lhs.shape[d] for d in lc)
+    lhs_c = _layout(lhs, tuple(lb) + tuple(lfree) + tuple(lc), batch + (n, k))
+    rhs_c = _layout(rhs, tuple(rb) + tuple(rc) + tuple(rfree), batch + (k, m))
+    return lhs_c, rhs_c, bshape + lshape + rshape
+
+
 def _check_gemm(unit: Unit, lhs_c, rhs_c, k: int, a_what: str) -> None:
     """What the unit refuses before running: a K whose scaled products overflow the accumulator,
     a sparse A taken as it is (``prune=False``) that is not 2:4 (when concrete)."""
@@ -419,18 +442,10 @@ def contract(unit: Unit, lhs, rhs, dims, out_dtype, *, a_what: str | None = None
     Returns:
         ``lax.dot_general``'s result shape (batch, lhs free, rhs free) in ``out_dtype``.
     """
-    lc, rc, lb, rb = dims
-    lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    bshape = tuple(lhs.shape[d] for d in lb)
-    batch = (math.prod(bshape),) if lb else ()  # one GEMM batch dim: the programs depend on its size only
-    lshape, rshape = tuple(lhs.shape[d] for d in lfree), tuple(rhs.shape[d] for d in rfree)
-    n, m, k = math.prod(lshape), math.prod(rshape), math.prod(lhs.shape[d] for d in lc)
-    lhs_c = _layout(lhs, lb + tuple(lfree) + lc, batch + (n, k))
-    rhs_c = _layout(rhs, rb + rc + tuple(rfree), batch + (k, m))
-    out_shape = bshape + lshape + rshape
+    lhs_c, rhs_c, out_shape = _canonical(lhs, rhs, dims)
+    k = lhs_c.shape[-1]
     _check_gemm(unit, lhs_c, rhs_c, k, a_what or f"{unit.a} (the unit's A) along its contracting dims (K)")
-    if math.prod(batch) * n * m * k == 0:  # no product: zeros (K = 0) or an empty result
+    if 0 in lhs_c.shape + rhs_c.shape:  # no product: zeros (K = 0) or an empty result
         like = jnp.zeros((0,), out_dtype)
         return jnp.reshape(_empty(jnp.asarray(lhs_c), jnp.asarray(rhs_c), like), out_shape)
     return jnp.reshape(_core(unit, np.dtype(out_dtype))(lhs_c, rhs_c), out_shape)
@@ -499,19 +514,11 @@ def effective_product(lhs, rhs, dimension_numbers, *, unit: Unit):
     for name, v in (("lhs", lhs), ("rhs", rhs)):
         if not _is_float(v.dtype):
             raise _operand_error(name, v.dtype, unit)
-    lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-    bshape = tuple(lhs.shape[d] for d in lb)
-    batch = (math.prod(bshape),) if lb else ()
-    lshape, rshape = tuple(lhs.shape[d] for d in lfree), tuple(rhs.shape[d] for d in rfree)
-    n, m, k = math.prod(lshape), math.prod(rshape), math.prod(lhs.shape[d] for d in lc)
-    lhs_c = _layout(lhs, lb + tuple(lfree) + lc, batch + (n, k))
-    rhs_c = _layout(rhs, rb + rc + tuple(rfree), batch + (k, m))
-    with x64_scope():
-        _, (le, re) = _forward(_forward_unit(unit), jnp.asarray(lhs_c, jnp.float32), jnp.asarray(rhs_c, jnp.float32),
-                               True)
+    lhs_c, rhs_c, out_shape = _canonical(lhs, rhs, (lc, rc, lb, rb))
+    with x64_scope():  # the operands as `contract` hands them to the unit's program
+        _, (le, re) = _forward(_forward_unit(unit), lhs_c, rhs_c, True)
         le, re = np.asarray(le, np.float64), np.asarray(re, np.float64)
-    return np.matmul(le, re).reshape(bshape + lshape + rshape)
+    return np.matmul(le, re).reshape(out_shape)
 
 
 def _parse(subscripts: str, lhs, rhs):
