@@ -27,9 +27,9 @@ from . import fragments
 from .index import check_blgp, index_offset, report_violations
 from .options import resolve as resolve_options
 from .step import context, step
-from .validation import as_array, broadcast_batch, check_bool_kw, check_static_bool, check_static_int
+from .validation import as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int
 
-__all__ = ["call", "make", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
+__all__ = ["call", "make", "run_call", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
 
 
 # ------------------------------------------------------------------------------ the kernel
@@ -123,8 +123,8 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     b = fragments.check_regs(spec, spec.b, b, "b")
     c = fragments.check_regs(spec, spec.c, c, "c")
     what = spec.convention.index_name
-    if what is None:  # dense: no index register; the engine reads none
-        idx = jnp.zeros((spec.lanes,), jnp.int32)
+    if what is None:  # dense: no index register; the engine reads none (numpy: no eager JAX operation)
+        idx = np.zeros((spec.lanes,), np.int32)
     else:
         idx = fragments.check_index(spec, as_array(idx, what), what)
     blgp = check_blgp(spec, blgp)
@@ -132,25 +132,41 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         opsel = tuple(check_static_int(v, f"opsel_{w}", 0, 3) for v, w in zip(opsel, "ab"))
         scales = [fragments.check_scale_register(spec, x, f"scale_{w}") for x, w in zip(scales, "ab")]
     else:  # the other builtins have none: fixed zero words keep one kernel signature
-        scales = [jnp.zeros((spec.lanes,), jnp.int32)] * 2
+        scales = [np.zeros((spec.lanes,), np.int32)] * 2
     m = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
+    batch = batch_shape((a, 2), (b, 2), (c, 2), (idx, 1), (scales[0], 1), (scales[1], 1))
+    if check:
+        report_violations(spec, jnp.broadcast_to(jnp.asarray(idx), batch + idx.shape[-1:]), s)
+    if 0 in batch:  # no waves: nothing to compute
+        return jnp.zeros(batch + c.shape[-2:], c.dtype)
+    with x64_scope():
+        return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
+                        clamp=clamp, blgp=blgp, opsel=opsel)
+
+
+def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
+          b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0)):
+    """A whole builtin call on validated registers as one program (jitted as `run_call`):
+    broadcast the waves, flatten them, `_waves`, and D back in C's shape and dtype. Nothing
+    runs outside it: every eager JAX operation on a new shape would compile a program of its
+    own (about 10-50 ms each on a CPU, more than the call itself for a few waves)."""
     c_dtype = c.dtype
     # registers move as integer words (broadcast, padded into wave blocks, sliced): XLA may copy
     # floats through float32 and change their bits (docs/ARCHITECTURE.md, "Same bits on every device")
-    a, b, c = (fragments.register_words(jnp.asarray(x)) for x in (a, b, c))
-    (a, b, c, idx, sa, sb), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1), (scales[0], 1), (scales[1], 1))
-    if check:
-        report_violations(spec, idx, s)
-    if 0 in batch:  # no waves: nothing to compute
-        return jnp.zeros(c.shape, c_dtype)
+    a, b, c = (fragments.register_words(x) for x in (a, b, c))
+    (a, b, c, idx, sa, sb), batch = broadcast_batch((a, 2), (b, 2), (c, 2), (idx, 1), (scale_a, 1), (scale_b, 1))
     w = int(np.prod(batch, dtype=np.int64))
     flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx, sa, sb)]
-    with x64_scope():
-        d = run_waves(spec, m, *flat, s=s, options=opts, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
-                      blgp=blgp, opsel=opsel)
+    d = _waves(spec, model, *flat, s=s, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
+               blgp=blgp, opsel=opsel)
     d = d.reshape(batch + d.shape[1:])
     return d if d.dtype == c_dtype else lax.bitcast_convert_type(d, c_dtype)
+
+
+#: a direct builtin call, validation aside: one program per builtin, model, options and shapes
+run_call = jax.jit(_call, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
+                                           "blgp", "opsel"))
 
 
 # ------------------------------------------------------------------------ the functions

@@ -416,15 +416,17 @@ def check_scale_register(spec: BuiltinSpec, regs, what: str):
     """A scale operand as (*batch, lanes) int32: None is no scaling (127 in every byte,
     factor 1: the unscaled instruction); int32/uint32 words; TypeError/ValueError naming
     ``what`` otherwise."""
-    if regs is None:
-        return jnp.full((spec.lanes,), _UNSCALED, jnp.int32)
+    if regs is None:  # numpy: no eager JAX operation (each would compile a program of its own)
+        return np.full((spec.lanes,), _UNSCALED, np.int32)
     regs = as_array(regs, what)
     if regs.dtype not in (np.dtype(np.int32), np.dtype(np.uint32)):
         raise TypeError(f"{what} for {spec.name} must be int32 (one word per lane, its bytes E8M0 scales), got "
                         f"{regs.dtype}; build it with jwmma.pack_scale")
     if regs.ndim < 1 or regs.shape[-1] != spec.lanes:
         raise ValueError(f"{what} for {spec.name} must have shape (*batch, {spec.lanes}), got {tuple(regs.shape)}")
-    return lax.bitcast_convert_type(jnp.asarray(regs), jnp.int32) if regs.dtype == np.uint32 else regs
+    if regs.dtype == np.uint32:
+        return regs.view(np.int32) if isinstance(regs, np.ndarray) else lax.bitcast_convert_type(regs, jnp.int32)
+    return regs
 
 
 def scale_codes(x, what: str):

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["is_concrete", "as_array", "check_last_dims", "check_range", "check_static_int", "check_static_bool",
+__all__ = ["is_concrete", "as_array", "batch_shape", "check_last_dims", "check_range", "check_static_int", "check_static_bool",
            "broadcast_batch", "first_violation", "fail_if", "check_bool_kw", "check_values", "checked"]
 
 
@@ -129,16 +129,22 @@ def check_static_bool(value, name: str):
     return bool(value)
 
 
-def broadcast_batch(*arrays_and_tails):
-    """Broadcast the leading (wave) dims of several arrays; each item is (array, n_tail)."""
+def batch_shape(*arrays_and_tails) -> tuple:
+    """The broadcast leading (wave) dims of several arrays, each item (array, n_tail);
+    ValueError naming every shape when they do not broadcast."""
     shapes = [a.shape[: a.ndim - t] for a, t in arrays_and_tails]
     try:
-        batch = np.broadcast_shapes(*shapes)
+        return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise ValueError(
             "batch (wave) dimensions do not broadcast: "
             + ", ".join(str(tuple(s)) for s in shapes)
         ) from None
+
+
+def broadcast_batch(*arrays_and_tails):
+    """Broadcast the leading (wave) dims of several arrays; each item is (array, n_tail)."""
+    batch = batch_shape(*arrays_and_tails)
     return [jnp.broadcast_to(a, batch + a.shape[a.ndim - t:]) for a, t in arrays_and_tails], batch
 
 
