@@ -1,6 +1,36 @@
 """Shared fixtures for the core builtin tests (keep small)."""
+import os
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
+
+
+def pytest_configure(config):
+    """JAX's persistent compilation cache for the run's processes (tests/README.md): the
+    pytest-xdist processes each compile what the other already has otherwise. The folder is
+    new for every run (made by the first process, which the others inherit it from through
+    the environment, and removed at its end), so a run starts cold as on a fresh clone;
+    $JWMMA_TEST_JAX_CACHE names a folder to keep between runs instead, and ``0`` turns the
+    cache off. The cache changes no result: a loaded program is the compiled program."""
+    cache = os.environ.get("JWMMA_TEST_JAX_CACHE", "")
+    if cache == "0":
+        return
+    if not cache:
+        cache = os.environ["JWMMA_TEST_JAX_CACHE"] = tempfile.mkdtemp(prefix="jwmma-test-jax-cache-")
+        config._jwmma_made_cache = cache
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(os.environ.get("JWMMA_TEST_JAX_CACHE_MIN_S", 0.2)))
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_jwmma_made_cache", None)
+    if made:
+        os.environ.pop("JWMMA_TEST_JAX_CACHE", None)
+        shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.fixture

@@ -18,8 +18,9 @@ from ..keywords import strict_keywords
 from ..models.base import Context, as_column
 from ..numerics.formats import F32, FLOAT_FORMATS, I32, INT_FORMATS, decode, decode_int, format_of
 from ..numerics.rounding import bits_to, float_bits, x64_scope
+from .effort import effort_jit, settle
 from .options import resolve as resolve_options
-from .validation import as_array, broadcast_batch
+from .validation import as_array, batch_shape, broadcast_batch
 
 __all__ = ["dot"]
 
@@ -37,6 +38,7 @@ def _codes(x):
 
 
 def _dot(a, b, c, *, model, ctx, fa, fb, options):
+    (a, b, c), _ = broadcast_batch((a, 1), (b, 1), (c, 0))
     if ctx.integer:
         av = decode_int(fa, a.astype(jnp.int32))[..., None]
         bv = decode_int(fb, b.astype(jnp.int32))[..., None]
@@ -47,7 +49,7 @@ def _dot(a, b, c, *, model, ctx, fa, fb, options):
     return bits_to(ctx.c, bits)
 
 
-_dot_jit = jax.jit(_dot, static_argnames=("model", "ctx", "fa", "fb", "options"))
+_dot_jit = effort_jit(_dot, static_argnames=("model", "ctx", "fa", "fb", "options"))
 
 
 def _formats(da, db, dc):
@@ -88,6 +90,7 @@ def dot(a, b, c, *, model="exact", clamp: bool = False, options=None, backend=No
     ctx = Context(None if fc is None else fa, None if fc is None else fb, fc, bool(clamp))
     m = models.resolve(model, ctx, "exact")
     opts = resolve_options(options, backend)
-    (a, b, c), _ = broadcast_batch((a, 1), (b, 1), (c, 0))
-    with x64_scope():
+    batch = batch_shape((a, 1), (b, 1), (c, 0))
+    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * a.shape[-1])
+    with x64_scope():  # broadcast inside the program (an eager broadcast compiles a program of its own)
         return _dot_jit(a, b, c, model=m, ctx=ctx, fa=fa, fb=fb, options=opts)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import jax
 
+from .effort import EFFORTS
+
 __all__ = ["Options", "PallasOptions", "resolve", "BACKENDS"]
 
 #: kernel backends: 'auto' picks the fastest that applies (XLA on CPUs; on GPUs the Pallas
@@ -94,6 +96,9 @@ class Options:
         float multiply and a truncating conversion instead of integer shifts.
     platform: the JAX platform the computation is compiled for ('cpu', 'gpu', 'tpu'; None:
         `jax.default_backend()`).
+    compile_effort: how hard XLA optimises the program (`jwmma.engine.effort`): 'full' (XLA's
+        defaults), 'fast' (on CPUs: compiles 2-4x faster, runs 10-20x slower) or 'auto' (fast
+        for a call of at most 2**23 products, where the run costs less than the compiling).
     """
 
     backend: str = "auto"
@@ -103,6 +108,7 @@ class Options:
     float_alignment: bool = True
     platform: str | None = None
     pallas: PallasOptions = PallasOptions()
+    compile_effort: str = "auto"
 
     def __post_init__(self):
         if not isinstance(self.pallas, PallasOptions):
@@ -117,6 +123,9 @@ class Options:
                 raise ValueError(f"{name} must be None or an int >= {lo}, got {v!r}")
         if not isinstance(self.float_alignment, bool):
             raise TypeError(f"float_alignment must be True or False, got {self.float_alignment!r}")
+        if self.compile_effort not in EFFORTS:
+            raise ValueError(f"compile_effort must be one of {', '.join(map(repr, EFFORTS))}, got "
+                             f"{self.compile_effort!r}")
         if self.platform is not None and not isinstance(self.platform, str):
             raise TypeError(f"platform must be None or a JAX platform name such as 'cpu', got {self.platform!r}")
 

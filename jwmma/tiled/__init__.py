@@ -17,6 +17,7 @@ import numpy as np
 from .. import models
 from ..engine import fragments
 from ..engine.index import index_offset
+from ..engine.effort import settle
 from ..engine.options import resolve as resolve_options
 from ..engine.step import context
 from ..engine.validation import as_array, check_static_bool
@@ -53,6 +54,12 @@ def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=N
     with x64_scope():
         d = kernel(a_codes, pos, b_codes, c_codes)
     return d if shape is None else d[..., : shape[0], : shape[1]]
+
+
+def _products(spec, batch, m, n, k) -> int:
+    """The emulated multiply-adds of a GEMM (compressed products for a sparse builtin), which
+    decide an 'auto' compile effort (`jwmma.engine.effort.settle`)."""
+    return int(np.prod(batch, dtype=np.int64)) * m * n * (k if spec.dense else -(-k // 2))
 
 
 def _empty(spec, shape, c):
@@ -193,6 +200,7 @@ def gemm(
         ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
         if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
             return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
+        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k))
         with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
             return paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
                                    a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
@@ -202,6 +210,7 @@ def gemm(
         shape = ops.batch + (ops.m, ops.n)
         d = jnp.zeros(shape, jnp.int32) if ops.c is None else jnp.broadcast_to(jnp.asarray(ops.c), shape)
         return fragments.codes_to_values(spec.c_type, d)
+    opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k))
     if ops.c is None and dist is not None:
         ops = dataclasses.replace(ops, c=dist.zeros())  # created sharded, never whole on one device
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n

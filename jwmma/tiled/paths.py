@@ -28,6 +28,7 @@ from jax import lax
 from ..backends import pallas
 from ..engine import fragments
 from ..engine.builtins import run_registers
+from ..engine.effort import effort_jit
 from ..engine.step import context, decode_operand, step
 from ..isa.types import element_type
 from ..models.integer import dense_a, int_dot
@@ -106,7 +107,7 @@ def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
 _STATIC = ("spec", "model", "options", "a_signed", "b_signed", "clamp")
 
 
-@functools.partial(jax.jit, static_argnames=_STATIC)
+@effort_jit(static_argnames=_STATIC)
 def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp):
     """D codes of the tiled GEMM, instruction arithmetic on whole matrices.
 
@@ -165,7 +166,7 @@ def _gemm_sum(a_codes, pos, b_codes, c, *, spec, a_signed, b_signed):
     return (c + int_dot(ad, b[..., : ad.shape[-1], :], int8=fits)).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=_STATIC + ("s",))
+@effort_jit(static_argnames=_STATIC + ("s",))
 def register_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, s):
     """D codes of the tiled GEMM through per-step register fragments and the builtin (the
     arguments of `matrix_path`, and ``s``: the index set's bit offset)."""
@@ -200,7 +201,7 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
     return untile(fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), c_lanes))
 
 
-@functools.partial(jax.jit, static_argnames=_STATIC + ("path", "s", "form", "dims"))
+@effort_jit(static_argnames=_STATIC + ("path", "s", "form", "dims"))
 def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, path, s, form, dims):
     """D values of a whole GEMM from its checked operands as given (`operands.inputs`): the
     operands of each block are converted to codes and padded inside the bounded loop

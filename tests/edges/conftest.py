@@ -3,15 +3,12 @@
 * hypothesis profiles: ``edges`` (default: modest example counts, about a minute of CPU for
   test_properties.py once compiled) and ``slow`` (``--hypothesis-profile=slow``: many more
   examples, all 25 builtins, more shapes and models);
-* JAX's persistent compilation cache in $JWMMA_EDGES_JAX_CACHE (default
-  jwmma-edges-jax-cache in the system's temporary directory; "0" turns it off): a float builtin costs 8-20 s to compile on
-  the 2-core machine, once; the cache changes no result;
+* JAX's persistent compilation cache: the whole suite's (tests/conftest.py, $JWMMA_TEST_JAX_CACHE);
 * ``--hypothesis-profile=wide``: the draws of ``slow`` (all builtins, shapes, models) with 30
   examples per property, no shrinking.
 """
 import os
 import sys
-import tempfile
 
 import numpy as np
 import pytest
@@ -47,12 +44,6 @@ def pytest_configure(config):
     if profile:
         settings.load_profile(profile)
     edges_profile.WIDE = profile in ("slow", "wide")
-    cache = os.environ.get("JWMMA_EDGES_JAX_CACHE", os.path.join(tempfile.gettempdir(), "jwmma-edges-jax-cache"))
-    if cache and cache != "0":
-        import jax
-
-        jax.config.update("jax_compilation_cache_dir", cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 @pytest.fixture

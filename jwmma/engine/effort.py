@@ -1,0 +1,117 @@
+"""How hard XLA optimises a program: compile effort, an execution choice that never changes a bit.
+
+A first call waits on XLA compiling the program, and on a CPU most of that is LLVM optimising
+the fused loops. For a call of little work the optimised program saves less run time than
+its optimisation costs. `Options.compile_effort` says what to do:
+
+* ``'full'``: XLA's defaults (the programs whose run time `benchmarks/RESULTS.md` records);
+* ``'fast'``: on CPUs, XLA's backend (LLVM) at -O0 (`FAST_OPTIONS`): measured on a 2-core CPU
+  (JAX 0.10.2 and 0.11.2, 64 waves), builtin programs compile 1.4-2.4x faster (fp8 cdna3
+  0.76 -> 0.46 s, bf16 cdna3 2.7 -> 1.1 s, `exact` 2.5 -> 1.3 s) and run 2-24x slower
+  (block-scaled MX: 0.03 -> 0.67 s); elsewhere the same as 'full'. (XLA:CPU's classic loop
+  emitters, ``xla_cpu_use_fusion_emitters=False``, halved those compile times again on JAX
+  0.10 but compiled the block-scaled program for minutes, and JAX 0.11 no longer takes the
+  option: not used.)
+* ``'auto'`` (the default): 'fast' for a call of at most `FAST_PRODUCTS` products, 'full'
+  above (`settle`): a call that small runs in less than the compile time it saves.
+
+Same bits at every effort: the programs hold integer arithmetic and float operations that are
+exact (docs/ARCHITECTURE.md, "Same bits on every device"), which no optimisation level may
+change, and the tests run most programs at 'fast' (small shapes) against references and a few
+at 'full'. The effort is part of each program's key (`Options` is a static argument), and a
+function made by `effort_jit` keeps one `jax.jit` per compiler setting.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+
+__all__ = ["EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "settle", "compiler_options", "effort_jit"]
+
+EFFORTS = ("auto", "fast", "full")
+#: products of a call up to which 'auto' compiles fast: unoptimised, a product costs 30-40 ns on
+#: a CPU (fp8 cdna3 and f16 gfx12_dot4; 2.5 ns optimised) and 320 ns in the slowest model
+#: (block-scaled MX), so at most ~0.3 s more run time for 0.3-1.6 s of compiling saved
+FAST_PRODUCTS = 2**20
+#: XLA compile options of 'fast', per platform (`compiler_options` keeps those the installed XLA accepts)
+FAST_OPTIONS = {"cpu": (("xla_backend_optimization_level", 0),)}
+
+
+def settle(options, products: int):
+    """``options`` with an 'auto' compile effort decided for a call of ``products`` emulated
+    multiply-adds (anything else is returned as it is).
+
+    Args:
+        options: resolved `jwmma.Options`; products: the call's products (an int).
+    Returns:
+        An `Options` whose ``compile_effort`` is 'fast' or 'full' (or as given).
+    """
+    if options.compile_effort != "auto":
+        return options
+    return options.replace(compile_effort="fast" if products <= FAST_PRODUCTS else "full")
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_options(platform: str | None, effort: str) -> tuple:
+    """The XLA compile options of ``effort`` on ``platform`` that the installed XLA accepts,
+    as a tuple of (name, value) pairs (empty for 'full' and for platforms without any).
+    Each is tried once on a trivial program: an option XLA does not know is left out."""
+    if effort != "fast":
+        return ()
+    wanted = FAST_OPTIONS.get(platform or "", ())
+
+    def accepts(settings) -> bool:
+        try:
+            x = jax.device_put(np.int32(0), jax.devices(platform)[0])  # compiled for that platform
+            jax.jit(lambda x: x + 1).lower(x).compile(dict(settings))
+        except Exception:  # noqa: BLE001 - XLA says INVALID_ARGUMENT for an unknown option
+            return False
+        return True
+
+    if not wanted or accepts(wanted):  # one trial compile when every option is known
+        return tuple(wanted)
+    return tuple(item for item in wanted if accepts((item,)))
+
+
+class _EffortJit:
+    """A function jitted once per compiler setting; calls pick by their ``options``."""
+
+    def __init__(self, fn, static_argnames):
+        self._fn, self._static = fn, tuple(static_argnames)
+        self.full = jax.jit(fn, static_argnames=self._static)  # XLA's defaults (also for tracing/lowering)
+        self._jits = {(): self.full}
+        functools.update_wrapper(self, fn)
+
+    def _jit(self, settings: tuple):
+        if settings not in self._jits:
+            self._jits[settings] = jax.jit(self._fn, static_argnames=self._static, compiler_options=dict(settings))
+        return self._jits[settings]
+
+    def __call__(self, *args, **kwargs):
+        options = kwargs.get("options")
+        settings = () if options is None else compiler_options(options.platform, options.compile_effort)
+        if not settings or any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
+            return self.full(*args, **kwargs)  # inside a user's jit/vmap/grad the outer program decides
+        try:
+            return self._jit(settings)(*args, **kwargs)
+        except ValueError as e:  # JAX takes compiler options only at the top level (not inside another jit)
+            if "compiler_options" not in str(e):
+                raise
+            return self.full(*args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        return self.full.trace(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self.full.lower(*args, **kwargs)
+
+
+def effort_jit(fn=None, *, static_argnames=()):
+    """`jax.jit` for functions with a static ``options`` keyword (a resolved `jwmma.Options`):
+    the program compiles with the settings of ``options.compile_effort`` (`compiler_options`).
+    Usable as ``effort_jit(fn, static_argnames=...)`` or as a decorator with keywords."""
+    if fn is None:
+        return functools.partial(effort_jit, static_argnames=static_argnames)
+    return _EffortJit(fn, static_argnames)

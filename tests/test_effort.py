@@ -1,0 +1,110 @@
+"""Compile effort (`jwmma.Options.compile_effort`, `jwmma.engine.effort`) never changes a bit:
+the same calls at 'fast' and 'full' on adversarial registers (every bit pattern of the
+operand formats, NaN/Inf, subnormals, C across the f32 range), and 'auto' picks by the call's
+work."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import jax
+import jwmma
+from jwmma.engine import effort
+
+FAST, FULL = jwmma.Options(compile_effort="fast"), jwmma.Options(compile_effort="full")
+
+
+def _random_registers(name, waves, rng):
+    """Registers of random bits (every code of the formats appears), C of wide magnitudes."""
+    spec = jwmma.BUILTINS[name]
+
+    def words(op):
+        shape = (waves, spec.lanes, op.n)
+        nbytes = np.dtype(op.dtype).itemsize
+        raw = rng.integers(0, 256, shape + (nbytes,), dtype=np.uint8)
+        return raw.view(op.dtype).reshape(shape)
+
+    a, b = words(spec.a), words(spec.b)
+    if spec.integer:
+        c = words(spec.c)
+    else:
+        mags = rng.standard_normal((waves, spec.lanes, spec.c.n)) * 10.0 ** rng.integers(-40, 38, (waves, spec.lanes, spec.c.n))
+        c = jwmma.numerics.cast(mags, np.dtype(spec.c.dtype)) if spec.c.dtype != np.int32 else words(spec.c)
+    return a, b, np.asarray(c)
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(np.uint32 if x.dtype.itemsize == 4 else np.uint16)
+
+
+def _same(x, y):
+    bx, by = _bits(x), _bits(y)
+    if np.asarray(x).dtype.kind == "f" or np.asarray(x).dtype in (ml_dtypes.bfloat16,):
+        nan = np.isnan(np.asarray(x, np.float32)) & np.isnan(np.asarray(y, np.float32))
+        return bool(((bx == by) | nan).all())
+    return bool((bx == by).all())
+
+
+@pytest.mark.parametrize("name,model", [
+    ("smfmac_f32_16x16x128_fp8_fp8", None),
+    ("smfmac_f32_16x16x64_bf16", None),
+    ("swmmac_f32_16x16x32_f16_w32", "exact"),
+    pytest.param("swmmac_f16_16x16x32_f16_w32", None, marks=pytest.mark.slow),
+    pytest.param("mfma_f32_16x16x4f32", None, marks=pytest.mark.slow),
+    pytest.param("wmma_i32_16x16x16_iu8_w32_gfx12", None, marks=pytest.mark.slow),
+])
+def test_builtin_bits_do_not_depend_on_the_effort(name, model, rng):
+    spec = jwmma.BUILTINS[name]
+    fn = getattr(jwmma, name)
+    a, b, c = _random_registers(name, 8, rng)
+    kw = {"model": model}
+    args = (a, b, c)
+    if spec.convention.index_name is not None:  # positions (0, 1) and (2, 3) in random mixes
+        idx = (rng.integers(0, 2**31 - 1, (8, spec.lanes)).astype(np.int32) & 0x0E0E0E0E) | 0x04040404
+        args = args + (idx,)
+    if "clamp" in fn.__signature__.parameters:
+        args = (False, a, False, b, c, False)
+    fast = fn(*args, options=FAST, **kw)
+    full = fn(*args, options=FULL, **kw)
+    assert _same(fast, full)
+
+
+def test_gemm_bits_do_not_depend_on_the_effort(rng):
+    name = "smfmac_f32_16x16x128_fp8_fp8"
+    raw = rng.integers(0, 256, (2, 40, 300), dtype=np.uint8)
+    a = jwmma.prune_2_4(raw[0].view(ml_dtypes.float8_e4m3fn), rule="largest")
+    b = raw[1].T.copy().view(ml_dtypes.float8_e4m3fn)
+    c = (rng.standard_normal((40, 40)) * 1e30).astype(np.float32)
+    fast = jwmma.gemm(a, b, c, builtin=name, options=FAST)
+    full = jwmma.gemm(a, b, c, builtin=name, options=FULL)
+    assert _same(fast, full)
+
+
+def test_auto_settles_by_the_work_of_the_call():
+    opts = jwmma.engine.options.resolve(None)
+    assert opts.compile_effort == "auto"
+    assert effort.settle(opts, effort.FAST_PRODUCTS).compile_effort == "fast"
+    assert effort.settle(opts, effort.FAST_PRODUCTS + 1).compile_effort == "full"
+    assert effort.settle(FULL, 1).compile_effort == "full"  # a chosen effort stays
+    with pytest.raises(ValueError, match="compile_effort must be one of 'auto', 'fast', 'full', got 'quick'"):
+        jwmma.Options(compile_effort="quick")
+
+
+def test_fast_compiles_with_options_the_installed_xla_accepts():
+    platform = jax.default_backend()
+    got = effort.compiler_options(platform, "fast")
+    assert set(got) <= set(effort.FAST_OPTIONS.get(platform, ()))
+    assert effort.compiler_options(platform, "full") == ()
+    if platform == "cpu":  # LLVM at -O0 is known to every JAX this project supports
+        assert ("xla_backend_optimization_level", 0) in got
+
+
+def test_a_fast_call_inside_a_users_jit_runs_in_the_outer_program(rng):
+    """JAX takes compiler options only at the top level: inside a user's jit the call is
+    part of the user's program, compiled as the user compiles it."""
+    name = "swmmac_f32_16x16x32_f16_w32"
+    a, b, c = _random_registers(name, 2, rng)
+    idx = np.full((2, 32), 0x44444444, np.int32)
+    direct = jwmma.swmmac_f32_16x16x32_f16_w32(a, b, c, idx, options=FAST)
+    jitted = jax.jit(lambda *r: jwmma.swmmac_f32_16x16x32_f16_w32(*r, options=FAST))(a, b, c, idx)
+    assert _same(direct, jitted)
