@@ -20,7 +20,7 @@ from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_for
 from . import fused_dots
 from .base import Context, Model, as_column
 from .specials import product_specials as _product_specials
-from .specials import specials_shortcut
+from .specials import specials_possible, specials_shortcut
 
 #: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
 _DOTS_BLOCK_ELEMS = 2**24
@@ -174,19 +174,30 @@ class Exact(Model):
         return why
 
     def instruction(self, ctx: Context, a, pos, b, c, select, options):
-        """`Model.instruction` with the special-value work skipped when no operand is NaN/Inf."""
+        """`Model.instruction`: one copy of the exact sum; the products' special values, which
+        IEEE propagation decides before any sum, are looked for only when some operand is
+        NaN/Inf (a `lax.cond` whose other branch is all clear). With ``options.group_dots``
+        and foldable shapes (`dots_apply`), finite operands take the float64 matrix product
+        instead."""
         a_col = as_column(a)  # once, outside the branches (XLA fuses the branches better)
-
-        def per_product(specials):
-            return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
-
-        finite = None
         if self.dots_apply(ctx, options, a.sig.shape, b.sig.shape):
+            def per_product(specials):
+                return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
+
             def finite():  # a -0 C is the one case where the sign of each zero product matters
                 neg_zero = jnp.any(c == jnp.int32(-(1 << 31) if ctx.c.bits == 32 else 1 << (ctx.c.bits - 1)))
                 return lax.cond(neg_zero, lambda: per_product(False), lambda: self._dots(ctx, a, pos, b, c))
 
-        return specials_shortcut(ctx, a, b, per_product, finite)
+            return specials_shortcut(ctx, a, b, per_product, finite)
+        b_sel = select(b, pos)
+        out = jnp.broadcast_shapes(a_col.sig.shape, b_sel.sig.shape, c.shape[:-1] + (1, c.shape[-1]))
+        out = out[:-2] + out[-1:]
+
+        def flags():
+            return tuple(jnp.broadcast_to(f.any(-2), out) for f in _product_specials(a_col, b_sel))
+
+        clear = tuple(jnp.zeros(out, bool) for _ in range(3))
+        return self._sum(a_col, b_sel, c, ctx, lax.cond(specials_possible(ctx, a, b), flags, lambda: clear))
 
     def dots_apply(self, ctx: Context, options, a_shape, b_shape) -> bool:
         """Static: the products' sum as one float64 matrix product (`one_band`) when the
@@ -229,6 +240,18 @@ class Exact(Model):
     def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
         """`Model.accumulate`; ``product_specials=False`` promises that no operand is NaN/Inf
         (C may be)."""
+        flags = tuple(f.any(-2) for f in _product_specials(a, b)) if product_specials else None
+        return self._sum(a, b, c_bits, ctx, flags)
+
+    def _sum(self, a, b, c_bits, ctx: Context, flags):
+        """The exact sum of the products and C, rounded once, and the special values.
+
+        Args:
+            a, b, c_bits, ctx: as `accumulate`; flags: (NaN, +Inf, -Inf) products per output
+                (`product_specials` reduced over K), or None when no operand is NaN/Inf.
+        Returns:
+            (..., N) int32 D bits.
+        """
         fa, fb, fc = ctx.a, ctx.b, ctx.c
         k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
         cf = decode(fc, c_bits)
@@ -239,11 +262,8 @@ class Exact(Model):
         pb = fields_to_f64(b.sign, b.sig, b.exp, fb.mbits)
         p = pa * pb
         pexp = a.exp + b.exp
-        if product_specials:
-            nan_p, pinf_p, ninf_p = _product_specials(a, b)
-            any_nan = any_nan | nan_p.any(-2)
-            pinf = pinf | pinf_p.any(-2)
-            ninf = ninf | ninf_p.any(-2)
+        if flags is not None:  # special products leave the finite sum (their flags decide)
+            any_nan, pinf, ninf = any_nan | flags[0], pinf | flags[1], ninf | flags[2]
             finite = ~(a.nan | a.inf) & ~(b.nan | b.inf)
             p = jnp.where(finite, p, 0.0)
             pexp = jnp.where(finite, pexp, ZERO_EXP)

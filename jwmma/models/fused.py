@@ -32,7 +32,7 @@ from .fma_chain import FMAChain
 from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
 from .fused_dots import NO_EXP
-from .grouping import over_groups
+from .grouping import UNROLL, over_groups
 from .specials import product_specials, specials_possible, specials_shortcut
 
 __all__ = ["FusedGroups", "CDNA3", "ROUNDINGS", "align"]
@@ -188,22 +188,46 @@ class FusedGroups(Model):
         return lax.fori_loop(0, ng, body, jnp.broadcast_to(c, out).astype(jnp.int32))
 
     def _unrolled_instruction(self, ctx: Context, a, pos, b, c, select, options):
-        """The instruction as `accumulate` traces it (groups unrolled), the special-value work
-        only when some operand is NaN/Inf; for finite 8-bit operands with
-        ``options.group_dots`` the group sums as matrix products (falling back per product
-        where a group fails the window test). The same bits as `instruction`."""
+        """The instruction with its groups unrolled, one copy of the group arithmetic: every
+        group's special-value flags are computed first, only when some operand is NaN/Inf (a
+        `lax.cond` whose other branch is all clear), then the groups are summed and combined
+        in order, each applying its flags (as `accumulate` does). For finite 8-bit operands
+        with ``options.group_dots`` the group sums are matrix products (falling back per
+        product where a group fails the window test). The same bits as `instruction`."""
         a_col = as_column(a)  # once, outside the branches (XLA fuses the branches better)
 
         def per_product(specials):
             return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
 
-        finite = None
         if self.dots_apply(ctx, options, a.sig.shape, b.sig.shape):
             def finite():
                 bits, ok = fused_dots.accumulate(self, ctx, a, pos, b, c)
                 return lax.cond(ok, lambda: bits, lambda: per_product(False))
 
-        return specials_shortcut(ctx, a, b, per_product, finite)
+            return specials_shortcut(ctx, a, b, per_product, finite)
+        group, two, drop = self.resolved(ctx)
+        kc = a.sig.shape[-1]
+        bounds = [(lo, min(lo + group, kc)) for lo in range(0, kc, group)]
+        if len(bounds) > UNROLL:  # a long instruction: `accumulate` loops over its groups
+            return specials_shortcut(ctx, a, b, per_product)
+        float_alignment = bool(options.float_alignment)
+        b_sel = select(b, pos)
+        out = jnp.broadcast_shapes(a_col.sig.shape, b_sel.sig.shape, c.shape[:-1] + (1, c.shape[-1]))
+        out = out[:-2] + out[-1:]
+        part = lambda x, lo, hi: jax.tree_util.tree_map(lambda t: t[..., lo:hi, :], x)  # noqa: E731
+
+        def flags():  # (G, *out) per flag
+            fl = self._flags(a_col, b_sel, ctx, float_alignment)
+            return tuple(jnp.stack([jnp.broadcast_to(f[..., lo:hi, :].any(axis=-2), out) for lo, hi in bounds])
+                         for f in fl)
+
+        clear = tuple(jnp.zeros((len(bounds), *out), bool) for _ in range(self._n_flags(ctx)))
+        fl = lax.cond(specials_possible(ctx, a, b), flags, lambda: clear)
+        acc = jnp.broadcast_to(c, out).astype(jnp.int32)
+        for i, (lo, hi) in enumerate(bounds):
+            S, Es = self._group_sum(part(a_col, lo, hi), part(b_sel, lo, hi), ctx, two, float_alignment)
+            acc = self._combine_group(S, Es, acc, drop, tuple(f[i] for f in fl))
+        return acc
 
     def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
         """`Model.working_set`; matrix-product group sums want large blocks."""
