@@ -1,0 +1,174 @@
+"""Compile time of representative programs under sets of XLA compile options, and whether the
+bits stay the same (what `jwmma.engine.effort` may use for 'fast').
+
+    python benchmarks/bench_compile_options.py                       # this machine's default device
+    python benchmarks/bench_compile_options.py --sets gpu --rows gemm_fp8 waves_bf16
+
+Each row is one program as a user's call builds it (a `jwmma.gemm` of a small odd shape, or a
+builtin call over --waves waves), lowered once and then compiled under each option set
+(options XLA does not know are reported and skipped); the program runs once per set on
+random bit patterns (NaN/Inf included) and its bits are compared with the first set's (XLA's
+defaults). Times are process CPU seconds and wall seconds of the compile alone, and the
+median wall time of three runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+
+import jwmma
+from jwmma.numerics.rounding import x64_scope
+
+SETS = {
+    "cpu": {
+        "default": {},
+        "O0": {"xla_backend_optimization_level": 0},
+        "O1": {"xla_backend_optimization_level": 1},
+    },
+    "gpu": {
+        "default": {},
+        "autotune0": {"xla_gpu_autotune_level": 0},
+        "O0": {"xla_backend_optimization_level": 0},
+        "ptxO0": {"xla_gpu_disable_gpuasm_optimizations": True},
+        "cheap_llvm": {"xla_llvm_disable_expensive_passes": True},
+        "no_triton_gemm": {"xla_gpu_enable_triton_gemm": False},
+        "fast_all": {"xla_gpu_autotune_level": 0, "xla_backend_optimization_level": 0,
+                     "xla_gpu_disable_gpuasm_optimizations": True, "xla_llvm_disable_expensive_passes": True},
+        "autotune0_ptxO0": {"xla_gpu_autotune_level": 0, "xla_gpu_disable_gpuasm_optimizations": True},
+    },
+}
+
+#: label -> (builtin, model, keywords); gemm rows run jwmma.gemm, waves rows the builtin
+ROWS = {
+    "gemm_fp8": ("smfmac_f32_16x16x128_fp8_fp8", None, {"backend": "xla"}),
+    "gemm_fp8_pallas": ("smfmac_f32_16x16x128_fp8_fp8", None, {"backend": "pallas"}),
+    "gemm_bf16": ("smfmac_f32_16x16x64_bf16", None, {"backend": "xla"}),
+    "gemm_exact": ("smfmac_f32_16x16x128_fp8_fp8", "exact", {"backend": "xla"}),
+    "gemm_mfma_fp8": ("mfma_f32_16x16x32_fp8_fp8", None, {"backend": "xla"}),
+    "gemm_mx": ("mfma_scale_f32_16x16x128_f8f6f4", None, {"backend": "xla"}),
+    "gemm_gfx12_f16": ("swmmac_f32_16x16x32_f16_w32", None, {"backend": "xla"}),
+    "gemm_i8": ("smfmac_i32_16x16x128_i8", None, {"backend": "xla"}),
+    "waves_fp8": ("smfmac_f32_16x16x128_fp8_fp8", None, {}),
+    "waves_bf16": ("smfmac_f32_16x16x64_bf16", None, {}),
+    "waves_exact": ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
+}
+
+
+def _random_bits(rng, shape, dtype):
+    d = np.dtype(dtype)
+    raw = rng.integers(0, 256, tuple(shape) + (d.itemsize,), dtype=np.uint8)
+    return raw.view(d).reshape(shape)
+
+
+def program(label, waves, seed=0, size=None):
+    """(jitted function of arrays, its arguments) for one row (gemm rows: M = N = K = ``size``
+    when given, else a small odd shape)."""
+    name, model, kw = ROWS[label]
+    spec = jwmma.BUILTINS[name]
+    rng = np.random.default_rng(seed)
+    opts = jwmma.Options(backend=kw.get("backend", "auto"), compile_effort="full")
+    if label.startswith("gemm"):
+        m, n, k = (size, size, size) if size else (2 * spec.m - 3, 2 * spec.n - 5, 3 * spec.k + 2 * 4 * 4)
+        if spec.integer:
+            a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+            b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+            c = rng.integers(-2**20, 2**20, (m, n)).astype(np.int32)
+        elif spec.scaled:
+            a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+            b = rng.integers(0, 256, (k, n)).astype(np.uint8)
+            c = rng.standard_normal((m, n)).astype(np.float32)
+        else:
+            a = _random_bits(rng, (m, k), spec.a_format.dtype)
+            b = _random_bits(rng, (k, n), spec.b_format.dtype)
+            c = (rng.standard_normal((m, n)) * 10.0 ** rng.integers(-30, 30, (m, n))).astype(np.float32)
+        extra = {}
+        if spec.scaled:
+            extra = dict(fmt_a=0, fmt_b=4, scale_a=rng.integers(118, 137, (m, -(-k // 32))).astype(np.uint8),
+                         scale_b=rng.integers(118, 137, (-(-k // 32), n)).astype(np.uint8))
+        if not spec.dense:
+            vals, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
+            a = (np.asarray(vals), np.asarray(pos))
+        fn = lambda a, b, c: jwmma.gemm(a, b, c, builtin=name, model=model, options=opts, **extra)  # noqa: E731
+        return jax.jit(fn), (a, b, c)
+    regs = [_random_bits(rng, (waves, spec.lanes, op.n), op.dtype) for op in (spec.a, spec.b)]
+    c = _random_bits(rng, (waves, spec.lanes, spec.c.n), spec.c.dtype)
+    idx = (rng.integers(0, 2**31 - 1, (waves, spec.lanes)).astype(np.int32) & 0x0E0E0E0E) | 0x04040404
+    fn = getattr(jwmma, name)
+    return jax.jit(lambda a, b, c, i: fn(a, b, c, i, model=model, options=opts)), (*regs, c, idx)
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.view(f"u{x.dtype.itemsize}")
+
+
+def same(x, y):
+    bx, by = bits(x), bits(y)
+    if np.asarray(x).dtype.kind == "f" or np.asarray(x).dtype == ml_dtypes.bfloat16:
+        nan = np.isnan(np.asarray(x, np.float32)) & np.isnan(np.asarray(y, np.float32))
+        return int(((bx == by) | nan).sum()), int(bx.size)
+    return int((bx == by).sum()), int(bx.size)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    ap.add_argument("--sets", default=None, help="cpu or gpu (default: this machine's platform)")
+    ap.add_argument("--waves", type=int, default=64)
+    ap.add_argument("--size", type=int, default=None, help="gemm rows: M = N = K (default: a small odd shape)")
+    ap.add_argument("--only-sets", nargs="+", default=None, help="these option sets only (default: all)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    platform = jax.default_backend()
+    sets = SETS[args.sets or ("gpu" if platform == "gpu" else "cpu")]
+    if args.only_sets:
+        sets = {k: v for k, v in sets.items() if k in args.only_sets}
+    print(f"# {jax.devices()[0].device_kind} ({platform}), JAX {jax.__version__}", flush=True)
+    out = []
+    for label in args.rows:
+        try:
+            fn, xs = program(label, args.waves, size=args.size)
+            xs = jax.device_put(xs)
+            with x64_scope():
+                t = time.process_time()
+                lowered = fn.lower(*xs)
+                lower_s = time.process_time() - t
+        except Exception as e:  # noqa: BLE001 - a row that cannot build is reported
+            print(json.dumps(dict(row=label, error=f"{type(e).__name__}: {str(e)[:200]}")), flush=True)
+            continue
+        ref = None
+        for set_name, options in sets.items():
+            r = dict(row=label, set=set_name, trace_lower_cpu_s=round(lower_s, 3))
+            try:
+                t, tw = time.process_time(), time.perf_counter()
+                compiled = lowered.compile(options) if options else lowered.compile()
+                r.update(compile_cpu_s=round(time.process_time() - t, 3), compile_wall_s=round(time.perf_counter() - tw, 3))
+                res = jax.block_until_ready(compiled(*xs))
+                runs = []
+                for _ in range(3):
+                    tw = time.perf_counter()
+                    jax.block_until_ready(compiled(*xs))
+                    runs.append(time.perf_counter() - tw)
+                r["run_ms"] = round(statistics.median(runs) * 1e3, 3)
+                host = np.asarray(res)
+                if ref is None:
+                    ref = host
+                r["identical"], r["outputs"] = same(host, ref)
+            except Exception as e:  # noqa: BLE001 - an unknown option is reported
+                r["error"] = f"{type(e).__name__}: {str(e)[:160]}"
+            print(json.dumps(r), flush=True)
+            out.append(r)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
