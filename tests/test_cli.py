@@ -206,7 +206,7 @@ def test_demo_tiny(capsys):
 def test_demo_full_tiny(capsys):
     rc, out, _ = run(capsys, "demo", "--waves", "64")
     assert rc == 0
-    assert has_line(out, r"^swmmac_f32_16x16x32_f16_w32 exact 64 100\.000% ")
+    assert has_line(out, r"^smfmac_f32_16x16x128_fp8_fp8 exact 64 100\.000% ")
     assert has_line(out, r"^swmmac_f32_16x16x32_f16_w32 fma_chain 64 ")
     assert has_line(out, r"^smfmac_f32_16x16x64_f16 cdna3\* 64 ")
 

@@ -1,7 +1,9 @@
 """Compile effort (`jwmma.Options.compile_effort`, `jwmma.engine.effort`) never changes a bit:
 the same calls at 'fast' and 'full' on adversarial registers (every bit pattern of the
 operand formats, NaN/Inf, subnormals, C across the f32 range), and 'auto' picks by the call's
-work."""
+work. 'fast' also loops over an instruction's groups where 'full' unrolls them
+(`jwmma.models.grouping.loops`: bf16 cdna3, fma_chain, the block-scaled groups): each model
+with such a choice is here once."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -49,6 +51,10 @@ def _same(x, y):
     ("smfmac_f32_16x16x128_fp8_fp8", None),
     ("smfmac_f32_16x16x64_bf16", None),
     ("swmmac_f32_16x16x32_f16_w32", "exact"),
+    ("swmmac_f32_16x16x32_bf16_w32", "fma_chain"),
+    ("mfma_scale_f32_16x16x128_f8f6f4", None),
+    pytest.param("swmmac_f32_16x16x32_f16_w32", "nvidia_hopper", marks=pytest.mark.slow),
+    pytest.param("mfma_scale_f32_16x16x128_f8f6f4", "mx_rocjitsu", marks=pytest.mark.slow),
     pytest.param("swmmac_f16_16x16x32_f16_w32", None, marks=pytest.mark.slow),
     pytest.param("mfma_f32_16x16x4f32", None, marks=pytest.mark.slow),
     pytest.param("wmma_i32_16x16x16_iu8_w32_gfx12", None, marks=pytest.mark.slow),
@@ -86,6 +92,10 @@ def test_auto_settles_by_the_work_of_the_call():
     assert effort.settle(opts, effort.FAST_PRODUCTS).compile_effort == "fast"
     assert effort.settle(opts, effort.FAST_PRODUCTS + 1).compile_effort == "full"
     assert effort.settle(FULL, 1).compile_effort == "full"  # a chosen effort stays
+    mx = jwmma.models.BlockScaled()
+    assert mx.compile_weight > 1  # its products cost more unoptimised: fewer of them compile fast
+    assert effort.settle(opts, effort.FAST_PRODUCTS // mx.compile_weight, mx).compile_effort == "fast"
+    assert effort.settle(opts, effort.FAST_PRODUCTS // mx.compile_weight + 1, mx).compile_effort == "full"
     with pytest.raises(ValueError, match="compile_effort must be one of 'auto', 'fast', 'full', got 'quick'"):
         jwmma.Options(compile_effort="quick")
 

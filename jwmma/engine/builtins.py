@@ -141,7 +141,7 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         report_violations(spec, jnp.broadcast_to(jnp.asarray(idx), batch + idx.shape[-1:]), s)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(batch + c.shape[-2:], c.dtype)
-    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.m * spec.kc * spec.n)
+    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.m * spec.kc * spec.n, m)
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
                         clamp=clamp, blgp=blgp, opsel=opsel)

@@ -91,6 +91,6 @@ def dot(a, b, c, *, model="exact", clamp: bool = False, options=None, backend=No
     m = models.resolve(model, ctx, "exact")
     opts = resolve_options(options, backend)
     batch = batch_shape((a, 1), (b, 1), (c, 0))
-    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * a.shape[-1])
+    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * a.shape[-1], m)
     with x64_scope():  # broadcast inside the program (an eager broadcast compiles a program of its own)
         return _dot_jit(a, b, c, model=m, ctx=ctx, fa=fa, fb=fb, options=opts)

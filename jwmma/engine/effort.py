@@ -12,8 +12,10 @@ its optimisation costs. `Options.compile_effort` says what to do:
   emitters, ``xla_cpu_use_fusion_emitters=False``, halved those compile times again on JAX
   0.10 but compiled the block-scaled program for minutes, and JAX 0.11 no longer takes the
   option: not used.)
-* ``'auto'`` (the default): 'fast' for a call of at most `FAST_PRODUCTS` products, 'full'
-  above (`settle`): a call that small runs in less than the compile time it saves.
+* ``'auto'`` (the default): 'fast' for a call of at most `FAST_PRODUCTS` (weighted) products,
+  'full' above (`settle`): a call that small runs in less than the compile time it saves.
+  'fast' also shapes the program: instructions loop over their groups instead of unrolling
+  them (`jwmma.models.grouping.loops`).
 
 Same bits at every effort: the programs hold integer arithmetic and float operations that are
 exact (docs/ARCHITECTURE.md, "Same bits on every device"), which no optimisation level may
@@ -31,26 +33,29 @@ import numpy as np
 __all__ = ["EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "settle", "compiler_options", "effort_jit"]
 
 EFFORTS = ("auto", "fast", "full")
-#: products of a call up to which 'auto' compiles fast: unoptimised, a product costs 30-40 ns on
-#: a CPU (fp8 cdna3 and f16 gfx12_dot4; 2.5 ns optimised) and 320 ns in the slowest model
-#: (block-scaled MX), so at most ~0.3 s more run time for 0.3-1.6 s of compiling saved
-FAST_PRODUCTS = 2**20
+#: weighted products of a call up to which 'auto' compiles fast: unoptimised, a product costs
+#: 30-80 ns on a CPU (fp8 cdna3, f16 gfx12_dot4, exact; 2.5-12 ns optimised), so at most ~0.3 s
+#: more run time for 0.3-1.6 s of compiling saved; a model whose products cost more says so
+#: (`jwmma.models.base.Model.compile_weight`: block-scaled MX, 320 ns, weighs 16)
+FAST_PRODUCTS = 2**22
 #: XLA compile options of 'fast', per platform (`compiler_options` keeps those the installed XLA accepts)
 FAST_OPTIONS = {"cpu": (("xla_backend_optimization_level", 0),)}
 
 
-def settle(options, products: int):
+def settle(options, products: int, model=None):
     """``options`` with an 'auto' compile effort decided for a call of ``products`` emulated
-    multiply-adds (anything else is returned as it is).
+    multiply-adds under ``model`` (anything else is returned as it is).
 
     Args:
-        options: resolved `jwmma.Options`; products: the call's products (an int).
+        options: resolved `jwmma.Options`; products: the call's products (an int); model:
+            the resolved model, whose ``compile_weight`` scales them (None: weight 1).
     Returns:
         An `Options` whose ``compile_effort`` is 'fast' or 'full' (or as given).
     """
     if options.compile_effort != "auto":
         return options
-    return options.replace(compile_effort="fast" if products <= FAST_PRODUCTS else "full")
+    weight = getattr(model, "compile_weight", 1)
+    return options.replace(compile_effort="fast" if products * weight <= FAST_PRODUCTS else "full")
 
 
 @functools.lru_cache(maxsize=None)

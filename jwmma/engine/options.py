@@ -98,7 +98,7 @@ class Options:
         `jax.default_backend()`).
     compile_effort: how hard XLA optimises the program (`jwmma.engine.effort`): 'full' (XLA's
         defaults), 'fast' (on CPUs: compiles 2-4x faster, runs 10-20x slower) or 'auto' (fast
-        for a call of at most 2**23 products, where the run costs less than the compiling).
+        for a call of at most 2**22 products, weighted by the model, where the run costs less than the compiling).
     """
 
     backend: str = "auto"

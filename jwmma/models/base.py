@@ -102,6 +102,9 @@ class Model(metaclass=_Checked):
     name: ClassVar[str] = "model"
     integer: ClassVar[bool] = False  # True for models of integer builtins
     scaled: ClassVar[bool] = False  # True for models of the block-scaled builtins (`scaled_instruction`)
+    #: how much one product costs unoptimised, relative to most models: 'auto' compile effort
+    #: weighs a call's products by it (`jwmma.engine.effort.settle`); never bits
+    compile_weight: ClassVar[int] = 1
     FIELDS: ClassVar[dict] = {}
 
     def __post_init__(self):

@@ -37,7 +37,7 @@ from ..numerics.formats import BF16, F16, F32, decode
 from ..numerics.rounding import add_rn, round_f64, value_f64
 from .fields import Choice
 from .base import Context, Model
-from .grouping import over_groups
+from .grouping import over_groups, unroll_for
 
 __all__ = ["FMAChain", "ORDERS", "NARROWINGS", "NAN_POLICIES"]
 
@@ -120,7 +120,7 @@ class FMAChain(Model):
                 p = value_f64(ga, fa.mbits)[..., 0, :] * value_f64(gb, fb.mbits)[..., 0, :]
                 return _fma(p, acc)
 
-            acc = over_groups(a, b, acc, 1, step)
+            acc = over_groups(a, b, acc, 1, step, unroll_for(options))
             return self._narrow(acc, None, fc)
 
         # 'propagate': carry the f32 bits of the NaN the chain holds (when it holds one)
@@ -137,7 +137,7 @@ class FMAChain(Model):
                                                              jnp.where(jnp.isnan(acc), nanb, _INVALID)))
             return new, jnp.where(jnp.isnan(new), pick, nanb).astype(jnp.int32)
 
-        acc, nanb = over_groups(a, b, (acc, nanb), 1, step_nan)
+        acc, nanb = over_groups(a, b, (acc, nanb), 1, step_nan, unroll_for(options))
         return self._narrow(acc, nanb, fc)
 
     def _narrow(self, acc, nanb, fc):

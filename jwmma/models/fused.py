@@ -32,7 +32,7 @@ from .fma_chain import FMAChain
 from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
 from .fused_dots import NO_EXP
-from .grouping import UNROLL, over_groups
+from .grouping import UNROLL, loops, over_groups, unroll_for
 from .specials import product_specials, specials_possible, specials_shortcut
 
 __all__ = ["FusedGroups", "CDNA3", "ROUNDINGS", "align"]
@@ -144,9 +144,10 @@ class FusedGroups(Model):
         Off the CPU (``options.platform``), and for operands whose products are not f32-exact
         (bf16), `_unrolled_instruction`: the program whose GPU speed and bits RESULTS.md
         records (the loop was measured on CPUs only, and was slower there for bf16)."""
-        if options.platform != "cpu" or not self._by_values(a, b, bool(options.float_alignment)):
+        if not loops(options) and (options.platform != "cpu" or not self._by_values(a, b, bool(options.float_alignment))):
             # bf16 (its products are not f32-exact): the loop was slower on the CPU than the
-            # unrolled groups (0.68x for builtin calls), so only f32-exact operands take it
+            # unrolled groups (0.68x for builtin calls), so only f32-exact operands take it,
+            # and every call of little work (the 'fast' compile effort)
             return self._unrolled_instruction(ctx, a, pos, b, c, select, options)
         group, two, drop = self.resolved(ctx)
         m, kc = a.sig.shape[-2:]
@@ -251,7 +252,7 @@ class FusedGroups(Model):
             flags = tuple(f.any(axis=-2) for f in self._flags(ga, gb, ctx, float_alignment)) if product_specials else None
             return self._combine_group(S, Es, acc, drop, flags)
 
-        return over_groups(a, b, c_bits, group, step)
+        return over_groups(a, b, c_bits, group, step, unroll_for(options))
 
     def _n_flags(self, ctx: Context) -> int:
         """How many special-value flags `_flags` gives (5: bf16 products that overflow under

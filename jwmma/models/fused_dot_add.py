@@ -37,7 +37,7 @@ from jax import lax
 from ..numerics.formats import F16, F32, decode
 from .fields import Choice, Int
 from .base import Context, Model
-from .grouping import over_groups
+from .grouping import over_groups, unroll_for
 from .specials import product_specials
 
 __all__ = ["FusedDotAdd", "round_bits", "add_rounded", "C_ALIGNMENTS", "OUTPUT_ROUNDINGS"]
@@ -177,7 +177,7 @@ class FusedDotAdd(Model):
         g = min(self.group or k, k)
         if self.frac_bits + 3 + g.bit_length() > 56:
             raise ValueError(f"a group of {g} products with frac_bits={self.frac_bits} overflows the 56-bit group sum; set group")
-        return over_groups(a, b, c_bits, g, lambda ga, gb, acc: self._group(ga, gb, acc, ctx))
+        return over_groups(a, b, c_bits, g, lambda ga, gb, acc: self._group(ga, gb, acc, ctx), unroll_for(options))
 
     # ------------------------------------------------------------------ one group
     def _group(self, a, b, c_bits, ctx: Context):

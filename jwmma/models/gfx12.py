@@ -49,7 +49,7 @@ from ..numerics.formats import BF16, F16, F32, FloatFormat, decode, pow2_f32, va
 from ..numerics.rounding import round_to_format
 from .fields import Bool, Choice, Int
 from .base import Context, Model, as_column
-from .grouping import over_groups
+from .grouping import loops, over_groups, unroll_for
 
 __all__ = ["Gfx12Dot4", "SPECIALS", "NARROWINGS"]
 
@@ -148,7 +148,7 @@ class Gfx12Dot4(Model):
         is computed once, not once per product). The same bits, one traced step. Off the CPU
         (``options.platform``), `Model.instruction`: the program whose GPU speed and bits
         RESULTS.md records (the loop was measured on CPUs only)."""
-        if options.platform != "cpu":
+        if options.platform != "cpu" and not loops(options):
             return super().instruction(ctx, a, pos, b, c, select, options)
         pairs, floor = self.resolved(ctx)
         m, kc = a.sig.shape[-2:]
@@ -168,7 +168,8 @@ class Gfx12Dot4(Model):
     def accumulate(self, a, b, c_bits, ctx: Context, options=None):
         """`Model.accumulate`: consecutive steps of ``step`` products."""
         pairs, floor = self.resolved(ctx)
-        return over_groups(a, b, c_bits, self.step, lambda ga, gb, acc: self._step(ga, gb, acc, ctx, pairs, floor))
+        return over_groups(a, b, c_bits, self.step, lambda ga, gb, acc: self._step(ga, gb, acc, ctx, pairs, floor),
+                           unroll_for(options))
 
     def _step(self, a, b, c_bits, ctx: Context, pairs: bool, c_floor: int):
         fa, fb, fc = ctx.a, ctx.b, ctx.c

@@ -1,7 +1,10 @@
 """Walk the K axis (-2) of decoded operands in consecutive groups, carrying the accumulator.
 
 A few groups (one instruction) are unrolled; many (a long free-standing dot) go through
-`lax.scan` so the program stays small. A last partial group is handled on its own.
+`lax.scan` so the program stays small. A last partial group is handled on its own. Under the
+'fast' compile effort (`unroll_for`: a call of little work, `jwmma.engine.effort`) every
+instruction loops: one traced copy of the group arithmetic, a program a fraction of the size,
+the same bits.
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["over_groups", "UNROLL"]
+__all__ = ["over_groups", "UNROLL", "unroll_for", "loops"]
 
 UNROLL = 16
 
@@ -27,10 +30,22 @@ def _stack_groups(x, n, g):
     return jax.tree_util.tree_map(f, x)
 
 
-def over_groups(a, b, acc, group: int, step):
+def loops(options) -> bool:
+    """Whether the program should loop over an instruction's groups or steps rather than
+    unroll them: under the 'fast' compile effort (a call of little work, where compiling the
+    unrolled copies costs more than their speed saves). Same bits either way."""
+    return options is not None and getattr(options, "compile_effort", None) == "fast"
+
+
+def unroll_for(options) -> int:
+    """The most groups `over_groups` unrolls for these options (`loops`: 1, else `UNROLL`)."""
+    return 1 if loops(options) else UNROLL
+
+
+def over_groups(a, b, acc, group: int, step, unroll: int = UNROLL):
     """acc <- step(a_group, b_group, acc) for consecutive groups of ``group`` along axis -2.
     ``acc`` may be a tuple of arrays (a carry of several parts), each broadcast to the
-    output shape."""
+    output shape. Up to ``unroll`` whole groups are unrolled, more go through `lax.scan`."""
     k = jnp.broadcast_shapes(jax.tree_util.tree_leaves(a)[0].shape, jax.tree_util.tree_leaves(b)[0].shape)[-2]
     n_full, rest = divmod(k, group)
     shape = jnp.broadcast_shapes(
@@ -39,7 +54,7 @@ def over_groups(a, b, acc, group: int, step):
         *(t.shape for t in jax.tree_util.tree_leaves(acc)),
     )
     acc = jax.tree_util.tree_map(lambda t: jnp.broadcast_to(t, shape), acc)
-    if n_full <= UNROLL:
+    if n_full <= unroll:
         for i in range(n_full):
             acc = step(_slice(a, i * group, (i + 1) * group), _slice(b, i * group, (i + 1) * group), acc)
     else:

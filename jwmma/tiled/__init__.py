@@ -200,7 +200,7 @@ def gemm(
         ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
         if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
             return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
-        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k))
+        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj)
         with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
             return paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
                                    a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
@@ -210,7 +210,7 @@ def gemm(
         shape = ops.batch + (ops.m, ops.n)
         d = jnp.zeros(shape, jnp.int32) if ops.c is None else jnp.broadcast_to(jnp.asarray(ops.c), shape)
         return fragments.codes_to_values(spec.c_type, d)
-    opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k))
+    opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k), m_obj)
     if ops.c is None and dist is not None:
         ops = dataclasses.replace(ops, c=dist.zeros())  # created sharded, never whole on one device
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
