@@ -87,7 +87,7 @@ def band_sums_bits(sums, c_fields, ctx: Context, k: int):
     for j, s in enumerate(sums):
         grid = g["emin"] - g["mab"] + j * w
         limbs[t + j] = limbs[t + j] + (s * pow2_f64(-grid)).astype(jnp.int64)
-    limbs, neg = limbs_plus_c(limbs, c_fields.sign, c_fields.sig, c_fields.exp, fc, g0, w)
+    limbs, neg = limbs_plus_c(limbs, c_fields.sign, c_fields.sig, c_fields.exp, fc, g0, w, loop=True)
     stack = jnp.stack(limbs, axis=-1)  # (..., N, nl), each in [0, 2**w)
     nz = stack != 0
     idx = jnp.arange(nl)
@@ -110,7 +110,7 @@ def band_sums_bits(sums, c_fields, ctx: Context, k: int):
     return bits, is_zero
 
 
-def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int):
+def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int, loop: bool = False):
     """The exact sum of the limbs and C, as a sign and magnitude limbs (`band_sums_bits`).
 
     Args:
@@ -118,7 +118,9 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int):
             (`band_plan`), with headroom above the sum.
         c_sign, c_sig, c_exp: C's fields, finite (NaN/Inf given as sig 0):
             C = (-1)**c_sign * c_sig * 2**(c_exp - fc.mbits).
-        fc: C's `FloatFormat`; g0, w: the grid of `band_plan`.
+        fc: C's `FloatFormat`; g0, w: the grid of `band_plan`; loop: the limbs as one array,
+            carried by `lax.scan` (`_scan_carries`; XLA programs), rather than as a list with
+            an unrolled carry chain (the Pallas kernels). Same values.
     Returns:
         (limbs, neg): the magnitude as limbs in [0, 2**w) on the same grid, and a bool array
         (True: the sum is negative). Plain jnp operations on a list of arrays, so the Pallas
@@ -135,6 +137,16 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int):
     v = csig << r
     parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
     cneg = c_sign == 1
+    if loop:  # the limbs as one (nl, ...) array: C placed by broadcasting, carries by a scan
+        q = jnp.arange(nl, dtype=jnp.int64).reshape((nl,) + (1,) * li.ndim)
+        add = zero
+        for d, part in enumerate(parts):
+            add = add + jnp.where(li + d == q, part, 0)
+        stack, carry = _scan_carries(jnp.stack(limbs) + jnp.where(cneg, -add, add), w)
+        neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
+        stack = stack.at[-1].add(carry << w)
+        stack, _ = _scan_carries(jnp.where(neg, -stack, stack), w)
+        return [stack[i] for i in range(nl)], neg
     for q in range(nl):
         add = zero
         for d, part in enumerate(parts):
@@ -145,6 +157,20 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int):
     limbs[-1] = limbs[-1] + (carry << w)
     limbs, _ = _normalize([jnp.where(neg, -x, x) for x in limbs], w)
     return limbs, neg
+
+
+def _scan_carries(stack, w):
+    """`_normalize` on limbs stacked along axis 0, as one `lax.scan` (XLA programs): the
+    unrolled chain let XLA copy every lower limb's carry chain into each limb's own kernel
+    (13 copies of it, most of the `exact` program). Same values."""
+    mask = (1 << w) - 1
+
+    def step(carry, x):
+        v = x + carry
+        return v >> w, v & mask
+
+    carry, out = lax.scan(step, jnp.zeros_like(stack[0]), stack)
+    return out, carry
 
 
 def _normalize(limbs, w):
