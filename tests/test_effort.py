@@ -100,6 +100,15 @@ def test_auto_settles_by_the_work_of_the_call():
         jwmma.Options(compile_effort="quick")
 
 
+def test_a_program_called_again_and_again_is_compiled_at_full():
+    """Tiering: 'auto' runs a small call's program fast for TIER_UP_CALLS calls, then full."""
+    opts = jwmma.engine.options.resolve(None)
+    key = ("a program", object())
+    got = [effort.settle(opts, 1000, None, key).compile_effort for _ in range(effort.TIER_UP_CALLS + 2)]
+    assert got == ["fast"] * effort.TIER_UP_CALLS + ["full", "full"]
+    assert effort.settle(opts, 1000).compile_effort == "fast"  # no key: not counted
+
+
 def test_fast_compiles_with_options_the_installed_xla_accepts():
     platform = jax.default_backend()
     got = effort.compiler_options(platform, "fast")

@@ -25,7 +25,7 @@ from ..keywords import check_keywords, plain_signature
 from ..numerics.rounding import x64_scope
 from . import fragments
 from .index import check_blgp, index_offset, report_violations
-from .effort import effort_jit, settle
+from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
 from .step import context, step
 from .validation import as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int
@@ -141,7 +141,8 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         report_violations(spec, jnp.broadcast_to(jnp.asarray(idx), batch + idx.shape[-1:]), s)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(batch + c.shape[-2:], c.dtype)
-    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.m * spec.kc * spec.n, m)
+    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.m * spec.kc * spec.n, m,
+                  (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, shapes_key(a, b, c, idx, *scales)))
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
                         clamp=clamp, blgp=blgp, opsel=opsel)

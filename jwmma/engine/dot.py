@@ -18,7 +18,7 @@ from ..keywords import strict_keywords
 from ..models.base import Context, as_column
 from ..numerics.formats import F32, FLOAT_FORMATS, I32, INT_FORMATS, decode, decode_int, format_of
 from ..numerics.rounding import bits_to, float_bits, x64_scope
-from .effort import effort_jit, settle
+from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
 from .validation import as_array, batch_shape, broadcast_batch
 
@@ -91,6 +91,6 @@ def dot(a, b, c, *, model="exact", clamp: bool = False, options=None, backend=No
     m = models.resolve(model, ctx, "exact")
     opts = resolve_options(options, backend)
     batch = batch_shape((a, 1), (b, 1), (c, 0))
-    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * a.shape[-1], m)
+    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * a.shape[-1], m, (m, ctx, opts, shapes_key(a, b, c)))
     with x64_scope():  # broadcast inside the program (an eager broadcast compiles a program of its own)
         return _dot_jit(a, b, c, model=m, ctx=ctx, fa=fa, fb=fb, options=opts)

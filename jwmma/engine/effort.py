@@ -14,6 +14,8 @@ its optimisation costs. `Options.compile_effort` says what to do:
   option: not used.)
 * ``'auto'`` (the default): 'fast' for a call of at most `FAST_PRODUCTS` (weighted) products,
   'full' above (`settle`): a call that small runs in less than the compile time it saves.
+  A program called more than `TIER_UP_CALLS` times is then compiled at 'full' (a small call
+  in a loop runs unoptimised three times, optimised from the fourth on).
   'fast' also shapes the program: instructions loop over their groups instead of unrolling
   them (`jwmma.models.grouping.loops`).
 
@@ -26,11 +28,14 @@ function made by `effort_jit` keeps one `jax.jit` per compiler setting.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 import jax
 import numpy as np
 
-__all__ = ["EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "settle", "compiler_options", "effort_jit"]
+__all__ = ["EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "shapes_key", "compiler_options",
+           "effort_jit"]
 
 EFFORTS = ("auto", "fast", "full")
 #: weighted products of a call up to which 'auto' compiles fast: unoptimised, a product costs
@@ -42,20 +47,43 @@ FAST_PRODUCTS = 2**22
 FAST_OPTIONS = {"cpu": (("xla_backend_optimization_level", 0),)}
 
 
-def settle(options, products: int, model=None):
+#: calls of one program that 'auto' runs compiled fast; the next call compiles it at 'full', so
+#: that a small call repeated in a loop runs at full speed from then on (tiering)
+TIER_UP_CALLS = 3
+_MAX_KEYS = 4096
+_calls: OrderedDict = OrderedDict()  # program key -> calls so far (the most recent _MAX_KEYS)
+_lock = threading.Lock()
+
+
+def settle(options, products: int, model=None, key=None):
     """``options`` with an 'auto' compile effort decided for a call of ``products`` emulated
     multiply-adds under ``model`` (anything else is returned as it is).
 
     Args:
         options: resolved `jwmma.Options`; products: the call's products (an int); model:
-            the resolved model, whose ``compile_weight`` scales them (None: weight 1).
+            the resolved model, whose ``compile_weight`` scales them (None: weight 1); key: a
+            hashable description of the program (static arguments, shapes and dtypes), or
+            None: its calls are counted, and after `TIER_UP_CALLS` fast ones it is 'full'.
     Returns:
         An `Options` whose ``compile_effort`` is 'fast' or 'full' (or as given).
     """
     if options.compile_effort != "auto":
         return options
     weight = getattr(model, "compile_weight", 1)
-    return options.replace(compile_effort="fast" if products * weight <= FAST_PRODUCTS else "full")
+    fast = products * weight <= FAST_PRODUCTS
+    if fast and key is not None:
+        with _lock:
+            n = _calls.pop(key, 0) + 1
+            _calls[key] = n
+            while len(_calls) > _MAX_KEYS:
+                _calls.popitem(last=False)
+        fast = n <= TIER_UP_CALLS
+    return options.replace(compile_effort="fast" if fast else "full")
+
+
+def shapes_key(*arrays) -> tuple:
+    """The shapes and dtypes of arrays (None kept), for the ``key`` of `settle`."""
+    return tuple(None if x is None else (tuple(x.shape), str(x.dtype)) for x in arrays)
 
 
 @functools.lru_cache(maxsize=None)

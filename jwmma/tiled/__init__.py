@@ -17,7 +17,7 @@ import numpy as np
 from .. import models
 from ..engine import fragments
 from ..engine.index import index_offset
-from ..engine.effort import settle
+from ..engine.effort import settle, shapes_key
 from ..engine.options import resolve as resolve_options
 from ..engine.step import context
 from ..engine.validation import as_array, check_static_bool
@@ -200,7 +200,9 @@ def gemm(
         ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
         if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
             return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
-        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj)
+        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
+                      (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, ins.form, (ins.m, ins.n, ins.k, ins.batch),
+                       shapes_key(ins.a, ins.pos, ins.b, ins.c)))
         with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
             return paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
                                    a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
@@ -210,7 +212,9 @@ def gemm(
         shape = ops.batch + (ops.m, ops.n)
         d = jnp.zeros(shape, jnp.int32) if ops.c is None else jnp.broadcast_to(jnp.asarray(ops.c), shape)
         return fragments.codes_to_values(spec.c_type, d)
-    opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k), m_obj)
+    opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k), m_obj,
+                  (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, dist is None,
+                   shapes_key(ops.a, ops.pos, ops.b, ops.c)))
     if ops.c is None and dist is not None:
         ops = dataclasses.replace(ops, c=dist.zeros())  # created sharded, never whole on one device
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
