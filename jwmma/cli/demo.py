@@ -66,11 +66,12 @@ def _prepare(spec: BuiltinSpec, a, b, c):
     return _quick_jit(prep)(a, b, c)
 
 
-def _quick_jit(fn):
+def _quick_jit(fn, **jit_kwargs):
     """``fn`` jitted with the 'fast' compile effort (`jwmma.engine.effort`): the demo's data
     preparation and unpacking run once, on little data, so their optimisation would cost
     more than it saves."""
-    return jax.jit(fn, compiler_options=dict(effort.compiler_options(jax.default_backend(), "fast")) or None)
+    return jax.jit(fn, compiler_options=dict(effort.compiler_options(jax.default_backend(), "fast")) or None,
+                   **jit_kwargs)
 
 
 def _reference(spec: BuiltinSpec, a24, b, c, clamp=False):
@@ -139,6 +140,7 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print, target=No
     out(cols)
     out("-" * len(cols))
     prepared = {}
+    unpack_c = _quick_jit(fragments.unpack_c, static_argnums=0)  # one program per builtin, not per row
     for name, model_names, kw in cases:
         spec = spec_of(name, target)
         clamp = bool(kw.get("clamp", False))
@@ -166,7 +168,7 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print, target=No
             t1 = time.perf_counter()
             d_regs = jax.block_until_ready(_call(spec, regs, model, clamp))
             t2 = time.perf_counter()
-            d = np.asarray(_quick_jit(lambda r: fragments.unpack_c(name, r))(d_regs))
+            d = np.asarray(unpack_c(name, d_regs))
             r = compare(d, ref, exact, scale)
             r.update(builtin=name, target=spec.target, model=model, clamp=clamp, waves=waves,
                      inst_per_s=waves / (t2 - t1), first_call_s=t1 - t0)

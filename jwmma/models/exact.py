@@ -137,21 +137,22 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int, loop: bool = 
     v = csig << r
     parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
     cneg = c_sign == 1
-    if loop:  # the limbs as one (nl, ...) array: C placed by broadcasting, carries by a scan
-        q = jnp.arange(nl, dtype=jnp.int64).reshape((nl,) + (1,) * li.ndim)
+
+    def c_part(q):  # C's part on limb q (an int, or the limb index broadcast along axis 0)
         add = zero
         for d, part in enumerate(parts):
             add = add + jnp.where(li + d == q, part, 0)
-        stack, carry = _scan_carries(jnp.stack(limbs) + jnp.where(cneg, -add, add), w)
+        return jnp.where(cneg, -add, add)
+
+    if loop:  # the limbs as one (nl, ...) array: C placed by broadcasting, carries by a scan
+        q = jnp.arange(nl, dtype=jnp.int64).reshape((nl,) + (1,) * li.ndim)
+        stack, carry = _scan_carries(jnp.stack(limbs) + c_part(q), w)
         neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
         stack = stack.at[-1].add(carry << w)
         stack, _ = _scan_carries(jnp.where(neg, -stack, stack), w)
         return [stack[i] for i in range(nl)], neg
     for q in range(nl):
-        add = zero
-        for d, part in enumerate(parts):
-            add = add + jnp.where(li + d == q, part, 0)
-        limbs[q] = limbs[q] + jnp.where(cneg, -add, add)
+        limbs[q] = limbs[q] + c_part(q)
     limbs, carry = _normalize(limbs, w)
     neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
     limbs[-1] = limbs[-1] + (carry << w)

@@ -143,7 +143,8 @@ class FusedGroups(Model):
 
         Off the CPU (``options.platform``), and for operands whose products are not f32-exact
         (bf16), `_unrolled_instruction`: the program whose GPU speed and bits RESULTS.md
-        records (the loop was measured on CPUs only, and was slower there for bf16)."""
+        records (the loop was measured on CPUs only, and was slower there for bf16); under
+        the 'fast' compile effort (`grouping.loops`) always this loop."""
         if not loops(options) and (options.platform != "cpu" or not self._by_values(a, b, bool(options.float_alignment))):
             # bf16 (its products are not f32-exact): the loop was slower on the CPU than the
             # unrolled groups (0.68x for builtin calls), so only f32-exact operands take it,
@@ -158,14 +159,9 @@ class FusedGroups(Model):
         ng = kc // group
         possible = specials_possible(ctx, a, b)
         out = (*jnp.broadcast_shapes(a.sig.shape[:-2], b.sig.shape[:-2], c.shape[:-2]), m, n)
-
-        def flags():  # (G, *out) per flag
-            fl = self._flags(as_column(a), select(b, pos), ctx, float_alignment)
-            return tuple(jnp.broadcast_to(jnp.moveaxis(f.reshape(*f.shape[:-2], ng, group, n).any(axis=-2), -2, 0),
-                                          (ng, *out)) for f in fl)
-
-        clear = tuple(jnp.zeros((ng, *out), bool) for _ in range(self._n_flags(ctx)))
-        xs = dict(flags=lax.cond(possible, flags, lambda: clear))
+        bounds = [(i * group, (i + 1) * group) for i in range(ng)]
+        xs = dict(flags=self._group_flags(ctx, as_column(a), lambda: select(b, pos), bounds, out, float_alignment,
+                                          possible))
         dots = self.dots_apply(ctx, options, a.sig.shape, b.sig.shape)
         if dots:  # every group's sums as matrix products, and whether its window test passed
             s, e, ok = fused_dots.sums(self, ctx, a, pos, b, c)
@@ -216,19 +212,25 @@ class FusedGroups(Model):
         out = jnp.broadcast_shapes(a_col.sig.shape, b_sel.sig.shape, c.shape[:-1] + (1, c.shape[-1]))
         out = out[:-2] + out[-1:]
         part = lambda x, lo, hi: jax.tree_util.tree_map(lambda t: t[..., lo:hi, :], x)  # noqa: E731
-
-        def flags():  # (G, *out) per flag
-            fl = self._flags(a_col, b_sel, ctx, float_alignment)
-            return tuple(jnp.stack([jnp.broadcast_to(f[..., lo:hi, :].any(axis=-2), out) for lo, hi in bounds])
-                         for f in fl)
-
-        clear = tuple(jnp.zeros((len(bounds), *out), bool) for _ in range(self._n_flags(ctx)))
-        fl = lax.cond(specials_possible(ctx, a, b), flags, lambda: clear)
+        fl = self._group_flags(ctx, a_col, lambda: b_sel, bounds, out, float_alignment, specials_possible(ctx, a, b))
         acc = jnp.broadcast_to(c, out).astype(jnp.int32)
         for i, (lo, hi) in enumerate(bounds):
             S, Es = self._group_sum(part(a_col, lo, hi), part(b_sel, lo, hi), ctx, two, float_alignment)
             acc = self._combine_group(S, Es, acc, drop, tuple(f[i] for f in fl))
         return acc
+
+    def _group_flags(self, ctx: Context, a_col, b_sel, bounds, out, float_alignment: bool, possible):
+        """Every group's special-value flags (`_flags` reduced over the products of each group
+        ``bounds[i] = (lo, hi)``), a tuple of (G, *out) boolean arrays, computed only when
+        ``possible`` (a `lax.cond` whose other branch is all clear); ``b_sel()`` gives the
+        selected B, so that the clear branch selects nothing."""
+        def flags():
+            fl = self._flags(a_col, b_sel(), ctx, float_alignment)
+            return tuple(jnp.stack([jnp.broadcast_to(f[..., lo:hi, :].any(axis=-2), out) for lo, hi in bounds])
+                         for f in fl)
+
+        clear = tuple(jnp.zeros((len(bounds), *out), bool) for _ in range(self._n_flags(ctx)))
+        return lax.cond(possible, flags, lambda: clear)
 
     def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
         """`Model.working_set`; matrix-product group sums want large blocks."""
