@@ -1,4 +1,4 @@
-"""jwmma: bit-exact, vectorised JAX emulation of AMD's sparse matrix-core builtins.
+"""jwmma: bit-exact, vectorised JAX emulation of AMD's matrix-core builtins, sparse and dense.
 
 The 11 RDNA4 ``__builtin_amdgcn_swmmac_*_w32`` (gfx1200/1201, wave32), the 14 CDNA4
 ``__builtin_amdgcn_smfmac_*`` (gfx950, wave64), their siblings the 14 CDNA3 SMFMAC (gfx942,

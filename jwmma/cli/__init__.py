@@ -28,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``jwmma`` with every subcommand of `COMMANDS`."""
     p = argparse.ArgumentParser(
         prog="jwmma",
-        description="Bit-exact JAX emulator of AMD sparse matrix-core builtins "
-        "(RDNA4 swmmac_*_w32, CDNA4 smfmac_*).",
+        description="Bit-exact JAX emulator of AMD's matrix-core builtins: sparse and dense, "
+        "RDNA4 WMMA/SWMMAC and CDNA3/CDNA4 MFMA/SMFMAC (MX-scaled FP8/FP6/FP4 included).",
         epilog=f"Compiled programs are kept in JAX's persistent compilation cache in "
         f"$XDG_CACHE_HOME/jwmma (default ~/.cache/jwmma; here {cache.cache_dir()}), so that a second "
         f"run starts fast; --no-cache (before or after COMMAND) compiles afresh and writes nothing there.",
