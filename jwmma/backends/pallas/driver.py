@@ -207,7 +207,7 @@ def _kernel(*refs, names, step, unit_kc, units, dense):
     def body(u, acc):
         return step(StepView(named, u, unit_kc, dense), acc)
 
-    named["o"][...] = jax.lax.fori_loop(0, units, body, named["c"][...])
+    named["o"][...] = kl.fori(units, body, named["c"][...])
 
 
 def _round_up(x: int, m: int) -> int:

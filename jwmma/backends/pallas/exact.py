@@ -82,7 +82,7 @@ def make_step(spec, model: Exact, ctx: Context):
                     s = s + p
             return s
 
-        s = lax.fori_loop(0, kc // CHUNK, chunk, jnp.full(acc.shape, -0.0, jnp.float64))
+        s = kl.fori(kc // CHUNK, chunk, jnp.full(acc.shape, -0.0, jnp.float64))
         return finish(s, view, acc)
 
     def slow(view, acc):
@@ -135,7 +135,7 @@ def _limb_sum(g, ctx: Context, view, acc, kc: int):
     full = lambda x: jnp.broadcast_to(x, shape)
     init = (tuple(jnp.zeros(shape, jnp.float64) for _ in range(nb)), full(any_nan), full(pinf), full(ninf),
             full(all_neg_zero))
-    bands, any_nan, pinf, ninf, all_neg_zero = lax.fori_loop(0, kc, body, init)
+    bands, any_nan, pinf, ninf, all_neg_zero = kl.fori(kc, body, init)
     limbs = [zero] * nl
     for j in range(nb):
         grid = g["emin"] - g["mab"] + j * w

@@ -174,7 +174,7 @@ def make_step(spec, model: FMAChain, ctx: Context):
             return acc
 
         acc = f64_of_fields(kl.decode(F32, bits, with_val=False), F32.mbits)
-        return round_f64(lax.fori_loop(0, len(bases), body, acc), F32)
+        return round_f64(kl.fori(len(bases), body, acc), F32)
 
     def last_nan(view, word):
         """The NaN word after the unit: the image of its last NaN factor in chain order (A
@@ -189,7 +189,7 @@ def make_step(spec, model: FMAChain, ctx: Context):
                 word = jnp.where(a.nan, _nan_image(a), jnp.where(b_nan, b_img, word))
             return word
 
-        return lax.fori_loop(0, len(bases), body, word)
+        return kl.fori(len(bases), body, word)
 
     def narrow(out, is_nan):
         """The f32 result bits ``out`` (NaN results already carry their word) in ``fc``."""

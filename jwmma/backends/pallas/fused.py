@@ -319,7 +319,7 @@ def _product_flags(plan: _Plan, view, cols):
 
     shape = (view.refs["c"].shape[0], view.refs["c"].shape[1])
     false = jnp.zeros(shape, jnp.bool_)
-    return lax.fori_loop(0, len(cols), body, (false,) * 5)
+    return kl.fori(len(cols), body, (false,) * 5)
 
 
 def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, float_combine: bool = False,

@@ -10,14 +10,28 @@ how it is built (NUMERICS.md section 1.3, 2.2).
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ...numerics.formats import Fields as Dec  # decoded fields, one record for XLA and the kernels
 from ...numerics.formats import FloatFormat, decode_fields, f32_magnitude, pow2_f32
 from ...numerics.formats import exactly_normal_in_f32 as exactly_f32
 
-__all__ = ["Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
+__all__ = ["fori", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
            "shift64", "round_to_format"]
+
+def fori(n: int, body, init):
+    """``lax.fori_loop(0, n, body, init)`` with an int32 counter, as the scan that Pallas
+    lowers to a loop. The kernels are traced inside `x64_scope`, where `fori_loop` makes the
+    counter of static bounds a Python int, i.e. int64, but lowered where the caller's program
+    is lowered, outside that scope: there JAX truncated the counter's index arithmetic to int32
+    with a UserWarning (JAX 0.11)."""
+    def step(carry, _):
+        i, x = carry
+        return (i + np.int32(1), body(i, x)), None
+
+    return lax.scan(step, (np.int32(0), init), None, length=n)[0][1]
+
 
 #: offset of the 10-bit exponent codes carried next to a selected value (see `exp_code`)
 EXP_OFFSET = 512
