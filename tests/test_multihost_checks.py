@@ -30,7 +30,7 @@ def _job(tmp_path, mode):
     got = []
     for i in range(2):
         path = tmp_path / f"check-{i}.json"
-        got.append(json.load(open(path)) if path.exists() else None)
+        got.append(json.loads(path.read_text()) if path.exists() else None)
     return res, got
 
 

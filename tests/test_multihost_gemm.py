@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ SLOW = {"test_fp8_cdna3_global_inputs_rows_across_hosts", "test_f16_gfx12_dot4_h
 
 
 def _names():
-    tree = ast.parse(open(CASES).read())
+    tree = ast.parse(Path(CASES).read_text())
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
 
 
@@ -49,7 +50,7 @@ def results(request, tmp_path_factory):
     for i in range(2):
         path = out / f"gemm-{i}.json"
         if path.exists():
-            for name, r in json.load(open(path))["results"].items():
+            for name, r in json.loads(Path(path).read_text())["results"].items():
                 got.setdefault(name, [None, None])[i] = r
     got["__tail__"] = res.tail(4000) + ("\n(timed out)" if res.timed_out else "")
     return got

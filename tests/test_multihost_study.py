@@ -142,13 +142,13 @@ def test_worker_killed_mid_sweep_then_resumed(single, tmp_path):
     assert not res.timed_out, res.tail()
     assert res.returncode[1] == -9 and res.returncode[0] == 0, res.tail()
     assert "process 0 of 2" in res.output[0] and "did not finish" in res.output[0]
-    cfg = json.load(open(out / "config.json"))
+    cfg = json.loads((out / "config.json").read_text())
     assert cfg["unfinished_processes"] == [1] and cfg["missing_points"] > 0, cfg
     before = {key(r): r for r in rows(out)}
     assert 0 < len(before) < points("fast")
     res2 = mh_launch.launch(cli(out), num_processes=2, timeout=240)
     check(res2, "the resumed sweep")
-    cfg2 = json.load(open(out / "config.json"))
+    cfg2 = json.loads((out / "config.json").read_text())
     assert cfg2["computed_points"] == points("fast") - len(before), (cfg2, len(before))  # only the missing
     assert cfg2["missing_points"] == 0 and cfg2["unfinished_processes"] == []
     after = {key(r): r for r in rows(out)}
@@ -183,7 +183,7 @@ def test_two_process_sweep_equals_one_process(single_slow, tmp_path):
     check(res, "the two-process sweep")
     check_parts(out, points("slow"))
     same_tables(out, single_slow, "slow")
-    cfg = json.load(open(out / "config.json"))
+    cfg = json.loads((out / "config.json").read_text())
     assert cfg["missing_points"] == 0 and cfg["unfinished_processes"] == []
     assert cfg["computed_points"] == points("slow")
 
@@ -209,7 +209,7 @@ def test_coordinator_killed_then_resumed_with_one_process(single, tmp_path):
     assert 0 < len(before) < points("fast")
     res2 = mh_launch.launch(cli(out), num_processes=1, timeout=240, via_env=False)
     check(res2, "the one-process rerun")
-    assert json.load(open(out / "config.json"))["computed_points"] == points("fast") - len(before)
+    assert json.loads((out / "config.json").read_text())["computed_points"] == points("fast") - len(before)
     same_tables(out, single)
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,7 +69,7 @@ def _row(seed, value, seconds=1.0, model="exact"):
 
 
 def _read(path):
-    return [json.loads(x) for x in open(path) if x.strip() and x.strip().endswith("}")]
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip() and x.strip().endswith("}")]
 
 
 def _key(r):
@@ -178,7 +179,7 @@ def test_launcher_bounds_time_and_kills_the_whole_group(tmp_path):
         except ProcessLookupError:
             break
         try:  # reaped by init only; a zombie counts as gone
-            if open(f"/proc/{child}/stat").read().split()[2] == "Z":
+            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
                 break
         except FileNotFoundError:
             break

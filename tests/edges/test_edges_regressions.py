@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -607,7 +608,7 @@ def test_item12_docs_say_what_exact_means_for_a_gemm():
     doc = jwmma.gemm.__doc__ or ""
     assert "exact" in doc, "jwmma.gemm's docstring must say what model='exact' means for a whole GEMM"
     readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(jwmma.__file__))), "README.md")
-    texts = [doc] + ([open(readme).read()] if os.path.exists(readme) else [])
+    texts = [doc] + ([Path(readme).read_text()] if os.path.exists(readme) else [])
     for text in texts:
         flat = " ".join(text.split())
         assert not re.search(r"every model but\W+exact", flat), "exact is order dependent at GEMM level"
