@@ -28,15 +28,16 @@ import functools
 import json
 import os
 import platform
-import statistics
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows import timed  # noqa: E402  (this folder: the benchmarks' timer)
+
 import jwmma  # noqa: E402
 
 HI = jax.lax.Precision.HIGHEST
@@ -53,17 +54,18 @@ def transformer(layers, d_model, heads, mlp, vocab, dot_general, einsum):
     return model(layers, d_model, heads, mlp, vocab, dot_general, einsum, scan=True)
 
 
-def timed_pass(fn, repeat):
-    """(first call in s: trace + compile + run, median of ``repeat`` further calls in s)."""
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        runs.append(time.perf_counter() - t0)
-    return first, statistics.median(runs)
+def native_contractions():
+    """``(dot_general, einsum)``: float32 contractions at precision HIGHEST whatever precision
+    a layer passes (Flax's Dense passes its own, None)."""
+
+    def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, **kw):
+        return jax.lax.dot_general(lhs, rhs, dimension_numbers, precision=HI,
+                                   preferred_element_type=preferred_element_type)
+
+    def einsum(subscripts, lhs, rhs, precision=None, **kw):
+        return jnp.einsum(subscripts, lhs, rhs, precision=HI, **kw)
+
+    return dot_general, einsum
 
 
 def main(argv=None):
@@ -83,8 +85,7 @@ def main(argv=None):
 
     tok = jax.random.randint(jax.random.PRNGKey(0), (size["batch"], size["seq"]), 0, size["vocab"])
     arch = {k: size[k] for k in ("layers", "d_model", "heads", "mlp", "vocab")}
-    native = transformer(**arch, dot_general=functools.partial(jax.lax.dot_general, precision=HI),
-                         einsum=functools.partial(jnp.einsum, precision=HI))
+    native = transformer(**arch, **dict(zip(("dot_general", "einsum"), native_contractions())))
     emulated = transformer(**arch, dot_general=functools.partial(jwmma.dot_general, unit=unit),
                            einsum=functools.partial(jwmma.einsum, unit=unit))
     params = jax.jit(native.init)(jax.random.PRNGKey(1), tok)
@@ -98,8 +99,8 @@ def main(argv=None):
     outs = {}
     for name, model in (("native f32 HIGHEST", native), (f"unit {unit.builtin} {unit.model} {unit.scaling}", emulated)):
         f = jax.jit(model.apply)
-        first, median = timed_pass(lambda: f(params, tok), args.repeat)
-        outs[name] = np.asarray(f(params, tok))
+        first, median, out = timed(lambda: f(params, tok), args.repeat)
+        outs[name] = np.asarray(out)
         rows.append(dict(pass_=name, first_call_s=first, median_s=median, repeat=args.repeat, **size,
                          builtin=unit.builtin, model=unit.model, scaling=unit.scaling, device=dev.device_kind,
                          backend=jax.default_backend(), jax=jax.__version__))
