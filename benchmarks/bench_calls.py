@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
+import os
+import sys
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-import jwmma
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows import BUILTIN, timed  # noqa: E402  (this folder: the shared rows and timer)
 
-BUILTIN = {"fp8": "smfmac_f32_16x16x128_fp8_fp8", "f16": "swmmac_f32_16x16x32_f16_w32",
-           "f16c": "smfmac_f32_16x16x64_f16", "bf16": "smfmac_f32_16x16x64_bf16"}
+import jwmma  # noqa: E402
 
 
 def main():
@@ -42,13 +41,7 @@ def main():
         regs = jax.block_until_ready([jax.device_put(r) for r in (
             jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))])
         fn = getattr(jwmma, name)
-        jax.block_until_ready(fn(*regs, model=model))
-        ts = []
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            jax.block_until_ready(fn(*regs, model=model))
-            ts.append(time.perf_counter() - t)
-        sec = statistics.median(ts)
+        sec = timed(lambda: fn(*regs, model=model), args.repeat).median
         macs = args.waves * spec.m * spec.n * spec.kc
         print(json.dumps(dict(row=row, builtin=name, seconds=sec, mac_per_s=macs / sec)))
 

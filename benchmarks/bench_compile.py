@@ -13,21 +13,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 
-import jwmma
-from jwmma import models
-from jwmma.engine import builtins
-from jwmma.engine.options import resolve
-from jwmma.engine.step import context
-from jwmma.numerics.rounding import x64_scope
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows import ROWS as SHARED  # noqa: E402  (this folder: the shared rows)
 
-ROWS = ["smfmac_f32_16x16x128_fp8_fp8:cdna3", "smfmac_f32_16x16x64_f16:cdna3", "smfmac_f32_16x16x64_bf16:cdna3",
-        "swmmac_f32_16x16x32_f16_w32:gfx12_dot4", "smfmac_f32_16x16x128_fp8_fp8:exact",
-        "smfmac_f32_16x16x128_fp8_fp8:fma_chain", "smfmac_i32_16x16x128_i8:"]
+import jwmma  # noqa: E402
+from jwmma import models  # noqa: E402
+from jwmma.engine import builtins  # noqa: E402
+from jwmma.engine.options import resolve  # noqa: E402
+from jwmma.engine.step import context  # noqa: E402
+from jwmma.numerics.rounding import x64_scope  # noqa: E402
+
+#: the default rows, builtin:model, of these `rows.ROWS`
+ROWS = [f"{SHARED[r].builtin}:{SHARED[r].model_name}" for r in
+        ("fp8_cdna3", "f16_cdna3", "bf16_cdna3", "f16_gfx12", "fp8_exact", "fp8_fma_chain", "int8_cdna4")]
 
 
 def registers(name, waves):

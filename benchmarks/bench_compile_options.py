@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
 import jax
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
-import jwmma
-from jwmma.numerics.rounding import x64_scope
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows import ROWS as SHARED  # noqa: E402  (this folder: the shared rows and their operands)
+from rows import operands, registers  # noqa: E402
+
+import jwmma  # noqa: E402
+from jwmma.numerics.rounding import x64_scope  # noqa: E402
 
 SETS = {
     "cpu": {
@@ -45,63 +50,38 @@ SETS = {
     },
 }
 
-#: label -> (builtin, model, keywords); gemm rows run jwmma.gemm, waves rows the builtin
+#: label -> (row of `rows.ROWS`, backend); gemm rows run jwmma.gemm, waves rows the builtin
 ROWS = {
-    "gemm_fp8": ("smfmac_f32_16x16x128_fp8_fp8", None, {"backend": "xla"}),
-    "gemm_fp8_pallas": ("smfmac_f32_16x16x128_fp8_fp8", None, {"backend": "pallas"}),
-    "gemm_bf16": ("smfmac_f32_16x16x64_bf16", None, {"backend": "xla"}),
-    "gemm_exact": ("smfmac_f32_16x16x128_fp8_fp8", "exact", {"backend": "xla"}),
-    "gemm_mfma_fp8": ("mfma_f32_16x16x32_fp8_fp8", None, {"backend": "xla"}),
-    "gemm_mx": ("mfma_scale_f32_16x16x128_f8f6f4", None, {"backend": "xla"}),
-    "gemm_gfx12_f16": ("swmmac_f32_16x16x32_f16_w32", None, {"backend": "xla"}),
-    "gemm_i8": ("smfmac_i32_16x16x128_i8", None, {"backend": "xla"}),
-    "waves_fp8": ("smfmac_f32_16x16x128_fp8_fp8", None, {}),
-    "waves_bf16": ("smfmac_f32_16x16x64_bf16", None, {}),
-    "waves_exact": ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
+    "gemm_fp8": ("fp8_cdna3", "xla"),
+    "gemm_fp8_pallas": ("fp8_cdna3", "pallas"),
+    "gemm_bf16": ("bf16_cdna3", "xla"),
+    "gemm_exact": ("fp8_exact", "xla"),
+    "gemm_mfma_fp8": ("mfma_fp8_cdna3", "xla"),
+    "gemm_mx": ("mxfp8_mxfp4_cdna4_mx", "xla"),
+    "gemm_gfx12_f16": ("f16_gfx12", "xla"),
+    "gemm_i8": ("int8_cdna4", "xla"),
+    "waves_fp8": ("fp8_cdna3", "auto"),
+    "waves_bf16": ("bf16_cdna3", "auto"),
+    "waves_exact": ("fp8_exact", "auto"),
 }
-
-
-def _random_bits(rng, shape, dtype):
-    d = np.dtype(dtype)
-    raw = rng.integers(0, 256, tuple(shape) + (d.itemsize,), dtype=np.uint8)
-    return raw.view(d).reshape(shape)
 
 
 def program(label, waves, seed=0, size=None):
     """(jitted function of arrays, its arguments) for one row (gemm rows: M = N = K = ``size``
-    when given, else a small odd shape)."""
-    name, model, kw = ROWS[label]
-    spec = jwmma.BUILTINS[name]
-    rng = np.random.default_rng(seed)
-    opts = jwmma.Options(backend=kw.get("backend", "auto"), compile_effort="full")
+    when given, else a small odd shape), on random bit patterns (`rows.operands`,
+    `rows.registers`: ``kind="bits"``)."""
+    row_label, backend = ROWS[label]
+    row = SHARED[row_label]
+    name, model, spec = row.builtin, row.model, row.spec
+    opts = jwmma.Options(backend=backend, compile_effort="full")
     if label.startswith("gemm"):
         m, n, k = (size, size, size) if size else (2 * spec.m - 3, 2 * spec.n - 5, 3 * spec.k + 2 * 4 * 4)
-        if spec.integer:
-            a = rng.integers(-128, 128, (m, k)).astype(np.int8)
-            b = rng.integers(-128, 128, (k, n)).astype(np.int8)
-            c = rng.integers(-2**20, 2**20, (m, n)).astype(np.int32)
-        elif spec.scaled:
-            a = rng.integers(0, 256, (m, k)).astype(np.uint8)
-            b = rng.integers(0, 256, (k, n)).astype(np.uint8)
-            c = rng.standard_normal((m, n)).astype(np.float32)
-        else:
-            a = _random_bits(rng, (m, k), spec.a_format.dtype)
-            b = _random_bits(rng, (k, n), spec.b_format.dtype)
-            c = (rng.standard_normal((m, n)) * 10.0 ** rng.integers(-30, 30, (m, n))).astype(np.float32)
-        extra = {}
-        if spec.scaled:
-            extra = dict(fmt_a=0, fmt_b=4, scale_a=rng.integers(118, 137, (m, -(-k // 32))).astype(np.uint8),
-                         scale_b=rng.integers(118, 137, (-(-k // 32), n)).astype(np.uint8))
-        if not spec.dense:
-            vals, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
-            a = (np.asarray(vals), np.asarray(pos))
+        a, b, c, extra = operands(row, m, n, k, seed=seed, kind="bits")
         fn = lambda a, b, c: jwmma.gemm(a, b, c, builtin=name, model=model, options=opts, **extra)  # noqa: E731
         return jax.jit(fn), (a, b, c)
-    regs = [_random_bits(rng, (waves, spec.lanes, op.n), op.dtype) for op in (spec.a, spec.b)]
-    c = _random_bits(rng, (waves, spec.lanes, spec.c.n), spec.c.dtype)
-    idx = (rng.integers(0, 2**31 - 1, (waves, spec.lanes)).astype(np.int32) & 0x0E0E0E0E) | 0x04040404
     fn = getattr(jwmma, name)
-    return jax.jit(lambda a, b, c, i: fn(a, b, c, i, model=model, options=opts)), (*regs, c, idx)
+    return jax.jit(lambda a, b, c, i: fn(a, b, c, i, model=model, options=opts)), \
+        registers(row, waves, seed=seed, kind="bits")
 
 
 def bits(x):

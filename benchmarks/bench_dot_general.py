@@ -16,9 +16,32 @@ Both passes are ``jax.jit(model.apply)``; for each the first call (tracing, comp
 run) and the median of ``--repeat`` further calls are timed, and the ratio emulated / native is
 printed (a table; ``--json PATH`` writes the rows).
 
+Then how far the unit moves the logits, split as `benchmarks/STUDY.md` section 7 splits each
+contraction's error (`jwmma.study.transformer.exact_twin`): every number is a relative
+Frobenius norm, ||x - y||_F / ||native||_F, of two passes' logits (end to end, on this
+script's random initial weights and tokens; section 7 measures each contraction of a trained
+network on its float32 operands, against their float64 product):
+
+* accumulator: the unit's pass against its exact twin's (the same builtin, scaling and
+  pruning under ``model="exact"``: the same quantised operands, their products summed
+  exactly with one float32 rounding per instruction); what the unit's accumulator adds;
+* quantisation: the twin's pass against the native one, or for a unit that prunes (a sparse
+  builtin) against the native pass with the same 2:4 pruning: rounding the operands into the
+  builtin's formats under the unit's scaling;
+* pruning (units that prune): the native pass with each contraction's A operand 2:4-pruned
+  as the unit prunes it (random weights, no fine-tuning: most of the change) against the
+  native pass;
+* total: the unit's pass against the native one.
+
+The twin pass and the pruned native pass are one untimed call each (the twin compiles like
+the unit's pass). A block-scaled unit (``--scaling mx``) has no exact model that applies its
+block scales: its accumulator's share is not split off (section 7 uses
+`jwmma.quant.effective_product` there, a float64 product outside any program).
+
     python benchmarks/bench_dot_general.py                 # 4 layers, d 512, 8 heads, MLP 2048, 8 x 1024 tokens
-    python benchmarks/bench_dot_general.py --small         # a 2-core CPU: 1 layer, d 64, 2 x 16 tokens (~30 s,
-                                                           # nearly all of it compiling the 7 emulated GEMMs)
+    python benchmarks/bench_dot_general.py --small         # a 2-core CPU: 1 layer, d 64, 2 x 16 tokens (~1 min,
+                                                           # nearly all of it compiling the 7 emulated GEMMs twice:
+                                                           # the unit's pass and its exact twin's)
     python benchmarks/bench_dot_general.py --batch 2 --seq 256 --json out.json
 """
 from __future__ import annotations
@@ -26,18 +49,21 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import platform
-import statistics
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rows import timed  # noqa: E402  (this folder: the benchmarks' timer)
+
 import jwmma  # noqa: E402
+from jwmma.study.transformer import exact_twin  # noqa: E402
 
 HI = jax.lax.Precision.HIGHEST
 FULL = dict(layers=4, d_model=512, heads=8, mlp=2048, vocab=2048, batch=8, seq=1024)
@@ -53,17 +79,96 @@ def transformer(layers, d_model, heads, mlp, vocab, dot_general, einsum):
     return model(layers, d_model, heads, mlp, vocab, dot_general, einsum, scan=True)
 
 
-def timed_pass(fn, repeat):
-    """(first call in s: trace + compile + run, median of ``repeat`` further calls in s)."""
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        runs.append(time.perf_counter() - t0)
-    return first, statistics.median(runs)
+def native_contractions(prune_a=None):
+    """``(dot_general, einsum)``: float32 contractions at precision HIGHEST whatever precision
+    a layer passes (Flax's Dense passes its own, None), optionally with the operand that
+    ``prune_a`` names ('lhs' or 'rhs': a unit's A) 2:4-pruned as the unit prunes it."""
+
+    def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, **kw):
+        (lc, rc), _ = dimension_numbers
+        if prune_a == "rhs":
+            rhs = pruned(rhs, rc)
+        elif prune_a == "lhs":
+            lhs = pruned(lhs, lc)
+        return jax.lax.dot_general(lhs, rhs, dimension_numbers, precision=HI,
+                                   preferred_element_type=preferred_element_type)
+
+    def einsum(subscripts, lhs, rhs, precision=None, **kw):
+        if prune_a is not None:  # K: the contracted labels in A's order, as jwmma.einsum takes them
+            inputs, out = subscripts.replace(" ", "").split("->")  # explicit subscripts (the model's)
+            ls, rs = inputs.split(",")
+            a_labels = rs if prune_a == "rhs" else ls
+            k = [c for c in a_labels if c in ls and c in rs and c not in out]
+            if prune_a == "rhs":
+                rhs = pruned(rhs, tuple(rs.index(c) for c in k))
+            else:
+                lhs = pruned(lhs, tuple(ls.index(c) for c in k))
+        return jnp.einsum(subscripts, lhs, rhs, precision=HI, **kw)
+
+    return dot_general, einsum
+
+
+def pruned(x, k_dims):
+    """``x`` 2:4-pruned along its dims ``k_dims`` taken together as K in that order (groups of
+    four along K, zero-padded to whole groups), as a unit prunes its A (`jwmma.prune_2_4`)."""
+    perm = [d for d in range(x.ndim) if d not in k_dims] + list(k_dims)
+    moved = jnp.transpose(x, perm)
+    k = math.prod(x.shape[d] for d in k_dims)
+    flat = moved.reshape(-1, k)
+    kept = jwmma.prune_2_4(jnp.pad(flat, ((0, 0), (0, -k % 4))))[:, :k]
+    return jnp.transpose(kept.reshape(moved.shape), np.argsort(perm))
+
+
+def relative(x, y, ref) -> float:
+    """||x - y||_F / ||ref||_F (float64)."""
+    x, y, ref = (np.asarray(v, np.float64) for v in (x, y, ref))
+    return float(np.linalg.norm(x - y) / np.linalg.norm(ref))
+
+
+def logit_errors(unit, native_out, unit_out, apply_with) -> dict:
+    """The split of the unit's change of the logits (module doc): ``accumulator``,
+    ``quantisation``, ``pruning`` (None for a unit that does not prune), ``total``,
+    ``differing`` (logits whose bits the accumulator changed) and ``logits`` (their count).
+    ``apply_with(dot_general, einsum)`` runs the model with those contractions."""
+    ref = native_out
+    twin = None if unit.scaling == "mx" else exact_twin(unit)
+    if twin is None:
+        twin_out = None
+    elif twin == unit:  # the unit is exact already
+        twin_out = unit_out
+    else:
+        twin_out = apply_with(functools.partial(jwmma.dot_general, unit=twin),
+                              functools.partial(jwmma.einsum, unit=twin))
+    base = apply_with(*native_contractions(unit.a)) if unit.prune else ref  # native, pruned as the unit prunes
+    out = dict(norm="||x - y||_F / ||native||_F", total=relative(unit_out, ref, ref),
+               accumulator=None, quantisation=None, pruning=relative(base, ref, ref) if unit.prune else None,
+               differing=None, logits=int(np.size(ref)),
+               twin=None if twin is None else dict(builtin=twin.builtin, model=twin.model, scaling=twin.scaling,
+                                                   prune=twin.prune))
+    if twin_out is not None:
+        bits = np.asarray(unit_out).view(np.uint32) != np.asarray(twin_out).view(np.uint32)
+        out.update(accumulator=relative(unit_out, twin_out, ref), quantisation=relative(twin_out, base, ref),
+                   differing=int(bits.sum()))
+    return out
+
+
+def print_errors(e, unit):
+    """The split (module doc), one line per share."""
+    spec = unit.spec
+    print(f"\nlogits, relative Frobenius norm of two passes' difference {e['norm']} (random initial weights):")
+    if e["accumulator"] is None:
+        print("  accumulator   -         not split off: no exact model applies a block-scaled unit's scales")
+    else:
+        print(f"  accumulator   {e['accumulator']:<9.3g} unit vs its exact twin (model 'exact', same operands): what "
+              f"the {unit.model or spec.default_model} accumulator adds ({e['differing']} of {e['logits']} logits "
+              f"differ)")
+        same_pruning = " with the same 2:4 pruning" if unit.prune else ""
+        print(f"  quantisation  {e['quantisation']:<9.3g} exact twin vs native{same_pruning}: operands rounded to "
+              f"{spec.a_type} x {spec.b_type} ({unit.scaling} scaling)")
+    if e["pruning"] is not None:
+        print(f"  pruning       {e['pruning']:<9.3g} native with each contraction's A 2:4-pruned vs native (no "
+              f"fine-tuning after pruning)")
+    print(f"  total         {e['total']:<9.3g} unit vs native")
 
 
 def main(argv=None):
@@ -83,8 +188,7 @@ def main(argv=None):
 
     tok = jax.random.randint(jax.random.PRNGKey(0), (size["batch"], size["seq"]), 0, size["vocab"])
     arch = {k: size[k] for k in ("layers", "d_model", "heads", "mlp", "vocab")}
-    native = transformer(**arch, dot_general=functools.partial(jax.lax.dot_general, precision=HI),
-                         einsum=functools.partial(jnp.einsum, precision=HI))
+    native = transformer(**arch, **dict(zip(("dot_general", "einsum"), native_contractions())))
     emulated = transformer(**arch, dot_general=functools.partial(jwmma.dot_general, unit=unit),
                            einsum=functools.partial(jwmma.einsum, unit=unit))
     params = jax.jit(native.init)(jax.random.PRNGKey(1), tok)
@@ -98,8 +202,8 @@ def main(argv=None):
     outs = {}
     for name, model in (("native f32 HIGHEST", native), (f"unit {unit.builtin} {unit.model} {unit.scaling}", emulated)):
         f = jax.jit(model.apply)
-        first, median = timed_pass(lambda: f(params, tok), args.repeat)
-        outs[name] = np.asarray(f(params, tok))
+        first, median, out = timed(lambda: f(params, tok), args.repeat)
+        outs[name] = np.asarray(out)
         rows.append(dict(pass_=name, first_call_s=first, median_s=median, repeat=args.repeat, **size,
                          builtin=unit.builtin, model=unit.model, scaling=unit.scaling, device=dev.device_kind,
                          backend=jax.default_backend(), jax=jax.__version__))
@@ -107,19 +211,22 @@ def main(argv=None):
     nat, emu = rows
     ratio = dict(pass_="ratio unit / native", first_call_s=emu["first_call_s"] / nat["first_call_s"],
                  median_s=emu["median_s"] / nat["median_s"])
-    a, b = outs.values()
-    rel = float(np.linalg.norm(b - a) / np.linalg.norm(a))
+
+    def apply_with(dot_general, einsum):  # one untimed pass with other contractions
+        return np.asarray(jax.jit(transformer(**arch, dot_general=dot_general, einsum=einsum).apply)(params, tok))
+
+    errors = logit_errors(unit, *outs.values(), apply_with)
     print()
     print(f"| pass | first call (s) | median of {args.repeat} (s) |")
     print("|---|---:|---:|")
     for r in rows:
         print(f"| {r['pass_']} | {r['first_call_s']:.3f} | {r['median_s']:.4f} |")
     print(f"| {ratio['pass_']} | x{ratio['first_call_s']:.1f} | x{ratio['median_s']:.1f} |")
-    print(f"\nlogits: relative difference of the unit's pass from the native one {rel:.3g}")
+    print_errors(errors, unit)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(dict(rows=rows, ratio=ratio, logits_relative_difference=rel), fh, indent=1)
-    return rows, ratio
+            json.dump(dict(rows=rows, ratio=ratio, logit_errors=errors), fh, indent=1)
+    return rows, ratio, errors
 
 
 if __name__ == "__main__":

@@ -21,67 +21,39 @@ import os
 import subprocess
 import sys
 
+#: gemm:<kind> -> row of `rows.ROWS` (this folder's shared rows)
 GEMMS = {
-    "fp8": ("smfmac_f32_16x16x128_fp8_fp8", None, {}),
-    "bf16": ("smfmac_f32_16x16x64_bf16", None, {}),
-    "f16_gfx12": ("swmmac_f32_16x16x32_f16_w32", None, {}),
-    "mfma_fp8": ("mfma_f32_16x16x32_fp8_fp8", None, {}),
-    "mx": ("mfma_scale_f32_16x16x128_f8f6f4", None, {"formats": (4, 0)}),
-    "exact": ("smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
+    "fp8": "fp8_cdna3",
+    "bf16": "bf16_cdna3",
+    "f16_gfx12": "f16_gfx12",
+    "mfma_fp8": "mfma_fp8_cdna3",
+    "mx": "mxfp4_mxfp8_cdna4_mx",
+    "exact": "fp8_exact",
 }
 
 _CHILD = r'''
 import json, sys, time
-row, waves, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-import jax, jax.numpy as jnp, numpy as np, ml_dtypes
+row, waves, size, here = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+import jax, jax.numpy as jnp, numpy as np
 jax.block_until_ready(jax.jit(lambda x: x * 2 + 1)(jnp.ones(8)))   # JAX's own warm-up
 import jwmma
-rng = np.random.default_rng(0)
-FMT = {0: ml_dtypes.float8_e4m3fn, 1: ml_dtypes.float8_e5m2, 2: ml_dtypes.float6_e2m3fn,
-       3: ml_dtypes.float6_e3m2fn, 4: ml_dtypes.float4_e2m1fn}
-
-def values(fmt_dtype, shape):
-    return np.asarray(jwmma.numerics.cast(rng.standard_normal(shape), fmt_dtype))
+sys.path.insert(0, here)
+import rows
 
 if row.startswith("gemm:"):
-    name, model, kw = GEMMS[row[5:]]
-    spec = jwmma.BUILTINS[name]
-    kw = dict(kw)
-    fmts = kw.pop("formats", None)
-    m = n = size; k = 4 * size
-    if spec.scaled:
-        a = values(FMT[fmts[0]], (m, k)).view(np.uint8); b = values(FMT[fmts[1]], (k, n)).view(np.uint8)
-        kw.update(fmt_a=fmts[0], fmt_b=fmts[1], scale_a=rng.integers(120, 135, (m, k // 32)).astype(np.uint8),
-                  scale_b=rng.integers(120, 135, (k // 32, n)).astype(np.uint8))
-    else:
-        a = values(spec.a_format.dtype, (m, k)); b = values(spec.b_format.dtype, (k, n))
-    c = rng.standard_normal((m, n)).astype(np.float32)
-    if not spec.dense:
-        a = jwmma.compress_2_4(jwmma.prune_2_4(a))
-    call = lambda: jwmma.gemm(a, b, c, builtin=name, model=model, **kw)
+    r = rows.ROWS[GEMMS[row[5:]]]
+    a, b, c, kw = rows.operands(r, size, size, 4 * size)
+    call = lambda: jwmma.gemm(a, b, c, builtin=r.builtin, model=r.model, **kw)
 else:
     name, _, model = row.partition(":")
-    spec = jwmma.BUILTINS[name]
     fn = getattr(jwmma, name)
-    def reg(op, fmt):
-        if op is None:
-            return None
-        shape = (waves, spec.lanes, op.n)
-        if fmt is None:  # integers: random words of the register dtype
-            info = np.iinfo(op.dtype)
-            return rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(op.dtype)
-        if np.dtype(op.dtype).kind in "iu":  # packed sub-byte / scaled element words
-            info = np.iinfo(op.dtype)
-            return rng.integers(0, int(info.max) + 1, shape, dtype=np.int64).astype(op.dtype)
-        return values(op.dtype, shape)
-    a, b = reg(spec.a, spec.a_format), reg(spec.b, spec.b_format)
-    c = reg(spec.c, spec.c_format)
+    regs = dict(zip(("a", "b", "c", "index"), rows.registers(name, waves)))
     kwargs = {} if not model else {"model": model}
     for p, prm in fn.__signature__.parameters.items():  # every argument by name
         if p in ("a", "b", "c"):
-            kwargs[p] = {"a": a, "b": b, "c": c}[p]
+            kwargs[p] = regs[p]
         elif p in ("index", "idx"):  # positions (0, 1), (0, 2)... in every nibble
-            kwargs[p] = (rng.integers(0, 2**31 - 1, (waves, spec.lanes)).astype(np.int32) & 0x0E0E0E0E) | 0x04040404
+            kwargs[p] = regs["index"]
         elif prm.default is prm.empty:  # sign and clamp modifiers
             kwargs[p] = False
     call = lambda: fn(**kwargs)
@@ -101,7 +73,8 @@ print(json.dumps(dict(row=row, first_cpu_s=round(first[0], 3), first_wall_s=roun
 def run_row(row: str, waves: int, size: int, env=None) -> dict:
     """One row in a new process; its JSON line as a dict (or an ``error`` entry)."""
     code = f"GEMMS = {GEMMS!r}\n" + _CHILD
-    p = subprocess.run([sys.executable, "-c", code, row, str(waves), str(size)], capture_output=True, text=True,
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run([sys.executable, "-c", code, row, str(waves), str(size), here], capture_output=True, text=True,
                        env=env)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode or not lines:

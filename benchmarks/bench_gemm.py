@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -24,34 +23,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import jwmma
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rows  # noqa: E402  (this folder: the shared rows, their operands, the native dot and the timer)
+from rows import BUILTIN  # noqa: E402, F401  (format name -> builtin)
 
-BUILTIN = {
-    "fp8": "smfmac_f32_16x16x128_fp8_fp8",
-    "f16": "swmmac_f32_16x16x32_f16_w32",
-    "f16c": "smfmac_f32_16x16x64_f16",
-    "bf16": "smfmac_f32_16x16x64_bf16",
-}
+import jwmma  # noqa: E402
 
 
 def timed(fn, repeat):
-    jax.block_until_ready(fn())  # compile + warm up
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+    """Median seconds of ``repeat`` calls of ``fn`` after a compiling one (`rows.timed`)."""
+    return rows.timed(fn, repeat).median
 
 
 def operands(builtin, m, n, k, seed):
-    spec = jwmma.BUILTINS[builtin]
-    key = jax.random.PRNGKey(seed)
-    ka, kb = jax.random.split(key)
-    a = jax.random.normal(ka, (m, k), jnp.float32).astype(spec.a_format.dtype)
-    b = jax.random.normal(kb, (k, n), jnp.float32).astype(spec.b_format.dtype)
-    values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
-    return (values, pos), b
+    """``((values, positions), b)`` on the device: `rows.operands`' compressed A (m, k) and B
+    (k, n) of ``builtin`` (standard normal values rounded into its formats)."""
+    a, b, _, _ = rows.operands(builtin, m, n, k, seed=seed)
+    return jax.device_put(a), jax.device_put(b)
 
 
 def mmasim_rate(builtin, model, m, n, k, budget_s=60.0):
@@ -64,8 +52,8 @@ def mmasim_rate(builtin, model, m, n, k, budget_s=60.0):
     if model != "cdna3":
         return None
     spec = jwmma.BUILTINS[builtin]
-    rows = 16
-    (values, pos), b = operands(builtin, rows, n, k, 1)
+    n_rows = 16
+    (values, pos), b = operands(builtin, n_rows, n, k, 1)
     vals = np.asarray(values.astype(jnp.float32))
     p = np.asarray(pos)
     bb = np.asarray(b.astype(jnp.float32))
@@ -75,13 +63,13 @@ def mmasim_rate(builtin, model, m, n, k, budget_s=60.0):
     kc = spec.kc
     t0 = time.perf_counter()
     done = 0
-    c = torch.zeros((rows, n), dtype=torch.float32)
+    c = torch.zeros((n_rows, n), dtype=torch.float32)
     for s in range(k // spec.k):  # one instruction step at a time, as the kernel does
         sl = slice(s * kc, (s + 1) * kc)
-        av = torch.tensor(vals[:, sl]).to(tdt)[:, None, :].expand(rows, n, kc)
+        av = torch.tensor(vals[:, sl]).to(tdt)[:, None, :].expand(n_rows, n, kc)
         bsel = torch.tensor(np.take_along_axis(bb[None, :, :], kidx[:, sl, None], axis=1)).to(tdt)  # (rows, kc, n)
         c = op.dpa(av, bsel.permute(0, 2, 1), c)
-        done += rows * n * kc
+        done += n_rows * n * kc
         if time.perf_counter() - t0 > budget_s:
             break
     return done / (time.perf_counter() - t0)
@@ -120,15 +108,12 @@ def main(argv=None):
     dev = jax.devices()[0]
     print(f"# device: {dev.platform} {dev.device_kind}; jax {jax.__version__}; {platform.processor() or platform.machine()}; "
           f"cpus {os.cpu_count()}", flush=True)
-    rows = []
+    table = []
     for size in args.sizes:
         m = n = size
         k = args.k or 2 * size
-        key = jax.random.PRNGKey(0)
-        x = jax.random.normal(key, (m, k), jnp.float32)
-        y = jax.random.normal(key, (k, n), jnp.float32)
-        dot = jax.jit(lambda x, y: jnp.dot(x, y, precision=jax.lax.Precision.HIGHEST))
-        t_dot = timed(lambda: dot(x, y), args.repeat)
+        dot, xy = rows.native_dot("f32 HIGHEST", m, n, k)
+        t_dot = timed(lambda: dot(*xy), args.repeat)
         for cfg in args.configs:
             fmt, model = cfg.split(":")
             builtin = BUILTIN[fmt]
@@ -142,7 +127,7 @@ def main(argv=None):
                     r = mmasim_rate(builtin, model, m, n, k)
                     row["mmasim_macs_per_s"] = r
                     row["speedup_vs_mmasim"] = None if r is None else (macs / t) / r
-                rows.append(row)
+                table.append(row)
                 extra = ""
                 if row.get("mmasim_macs_per_s"):
                     extra = f"  mmasim {row['mmasim_macs_per_s']:.3e}/s  x{row['speedup_vs_mmasim']:.0f}"
@@ -150,8 +135,8 @@ def main(argv=None):
                       f"jnp.dot {t_dot * 1e3:.2f} ms (x{t / t_dot:.0f}){extra}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=f"{dev.platform} {dev.device_kind}", jax=jax.__version__, rows=rows), f, indent=1)
-    return rows
+            json.dump(dict(device=f"{dev.platform} {dev.device_kind}", jax=jax.__version__, rows=table), f, indent=1)
+    return table
 
 
 if __name__ == "__main__":

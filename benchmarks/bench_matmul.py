@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gemm import BUILTIN, timed  # noqa: E402
+from rows import BUILTIN, timed  # noqa: E402  (this folder: the shared rows and timer)
 
 import jwmma  # noqa: E402
 
@@ -67,8 +67,8 @@ def main(argv=None):
     dense = lambda x, w: jnp.dot(x, w, precision=HI)  # noqa: E731
     rows = []
     dense_f, dense_b = jax.jit(dense), fwd_bwd(dense)
-    native_fwd = timed(lambda: dense_f(x, w), args.repeat)
-    native_bwd = None if args.no_backward else timed(lambda: dense_b(x, w), args.repeat)
+    native_fwd = timed(lambda: dense_f(x, w), args.repeat).median
+    native_bwd = None if args.no_backward else timed(lambda: dense_b(x, w), args.repeat).median
     print(f"native jnp.dot f32 HIGHEST: fwd {native_fwd * 1e3:.1f} ms" +
           ("" if native_bwd is None else f", fwd+bwd {native_bwd * 1e3:.1f} ms"), flush=True)
     for cfgtext in args.configs:
@@ -76,8 +76,8 @@ def main(argv=None):
         builtin = BUILTIN[fmt]
         mm = lambda x, w, b=builtin, m=model or None: jwmma.matmul(x, w, builtin=b, model=m, scaling=args.scaling)  # noqa: E731
         f, fb = jax.jit(mm), fwd_bwd(mm)
-        fwd = timed(lambda: f(x, w), args.repeat)
-        bwd = None if args.no_backward else timed(lambda: fb(x, w), args.repeat)
+        fwd = timed(lambda: f(x, w), args.repeat).median
+        bwd = None if args.no_backward else timed(lambda: fb(x, w), args.repeat).median
         row = dict(builtin=builtin, model=model, scaling=args.scaling, tokens=t, k=k, n=n, fwd_s=fwd,
                    fwd_bwd_s=bwd, native_fwd_s=native_fwd, native_fwd_bwd_s=native_bwd, mac_per_s=macs / fwd,
                    device=dev.device_kind, jax=jax.__version__)

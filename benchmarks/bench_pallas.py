@@ -13,13 +13,14 @@ builtin (compressed A), M*N*K for a dense one (RDNA4 WMMA rows). Two
 blocks of every D (the corner tile, rows/cols 0..31/0..63, and an interior one) go to
 ``DIR/samples.npz``; ``--check DIR`` rebuilds the same operands on the CPU and compares
 those blocks with the XLA path's bits (an output depends only on its row of A and column of B).
+The rows (builtin, model), the baseline and the timer are `rows.py`'s (this folder); the
+operands are the Pallas backend's own test codes.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -28,6 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from rows import ROWS, macs, native_dot, timed  # noqa: E402  (this folder: the shared rows)
 
 import jwmma  # noqa: E402
 from jwmma.backends import pallas  # noqa: E402
@@ -37,30 +41,23 @@ from jwmma.engine.step import context  # noqa: E402
 from jwmma.numerics.rounding import x64_scope  # noqa: E402
 from jwmma.tiled import paths  # noqa: E402
 
-#: (label, builtin, model, PallasOptions fields)
-ROWS = [
-    ("fp8_cdna3", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", {}),
-    ("f16_cdna3", "smfmac_f32_16x16x64_f16", "cdna3", {}),
-    ("f16_gfx12", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", {}),
-    ("fp8_gfx12", "swmmac_f32_16x16x32_fp8_fp8_w32", "gfx12_dot4", {}),
-    ("fp8_exact", "smfmac_f32_16x16x128_fp8_fp8", "exact", {}),
-    ("fp8_fma_chain_k", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", {}),
-    ("fp8_fma_chain", "smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),  # rocjitsu: register order, NaN words
-    ("f16_wmma_gfx12", "wmma_f32_16x16x16_f16_w32_gfx12", "gfx12_dot4", {}),  # dense RDNA4 WMMA
-    ("bf16_wmma_gfx12", "wmma_f32_16x16x16_bf16_w32_gfx12", "gfx12_dot4", {}),
-]
-#: --sweep: cheaper variants toward 1e12 for cdna3 / gfx12 (same bits; bit-tested on the CPU)
+#: the table's rows: labels of `rows.ROWS`, each under its builtin's Pallas tiling (PallasOptions())
+TABLE = ["fp8_cdna3", "f16_cdna3", "f16_gfx12", "fp8_gfx12", "fp8_exact", "fp8_fma_chain_k",
+         "fp8_fma_chain",  # rocjitsu: register order, NaN words
+         "f16_wmma_gfx12", "bf16_wmma_gfx12"]  # dense RDNA4 WMMA
+#: --sweep: cheaper variants toward 1e12 for cdna3 / gfx12 (same bits; bit-tested on the CPU):
+#: (label, row of `rows.ROWS`, PallasOptions fields)
 SWEEP = [
-    ("fp8_cdna3_16x64_int", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=16, float_combine=False)),
-    ("fp8_cdna3_8x128", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=128)),
-    ("fp8_cdna3_8x32_w2", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=32, num_warps=2)),
-    ("fp8_cdna3_8x64_w2", "smfmac_f32_16x16x128_fp8_fp8", "cdna3", dict(tm=8, tn=64, num_warps=2)),
-    ("f16_cdna3_16x64_int", "smfmac_f32_16x16x64_f16", "cdna3", dict(tm=16, float_combine=False)),
-    ("f16_cdna3_8x128", "smfmac_f32_16x16x64_f16", "cdna3", dict(tm=8, tn=128)),
-    ("f16_gfx12_int", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(float_round=False)),
-    ("f16_gfx12_16x64", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=16)),
-    ("f16_gfx12_32x32_w2", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tn=32, num_warps=2)),
-    ("f16_gfx12_16x128", "swmmac_f32_16x16x32_f16_w32", "gfx12_dot4", dict(tm=16, tn=128)),
+    ("fp8_cdna3_16x64_int", "fp8_cdna3", dict(tm=16, float_combine=False)),
+    ("fp8_cdna3_8x128", "fp8_cdna3", dict(tm=8, tn=128)),
+    ("fp8_cdna3_8x32_w2", "fp8_cdna3", dict(tm=8, tn=32, num_warps=2)),
+    ("fp8_cdna3_8x64_w2", "fp8_cdna3", dict(tm=8, tn=64, num_warps=2)),
+    ("f16_cdna3_16x64_int", "f16_cdna3", dict(tm=16, float_combine=False)),
+    ("f16_cdna3_8x128", "f16_cdna3", dict(tm=8, tn=128)),
+    ("f16_gfx12_int", "f16_gfx12", dict(float_round=False)),
+    ("f16_gfx12_16x64", "f16_gfx12", dict(tm=16)),
+    ("f16_gfx12_32x32_w2", "f16_gfx12", dict(tn=32, num_warps=2)),
+    ("f16_gfx12_16x128", "f16_gfx12", dict(tm=16, tn=128)),
 ]
 BLOCKS = ((0, 0), (4096, 4096))  # corners of the sampled (32 x 64) blocks (scaled into the size)
 
@@ -71,18 +68,6 @@ def _model(spec, name):
 
 def _blocks(size):
     return [(min(r, size - 32), min(c, size - 64)) for r, c in BLOCKS]
-
-
-def _time(fn, reps):
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        ts.append(time.perf_counter() - t0)
-    return first, statistics.median(ts), out
 
 
 SAMPLES: dict = {}
@@ -96,23 +81,20 @@ def bench_row(label, builtin, model, kw, m, n, k, reps, out_dir):
     a, p, b, c = (jnp.asarray(x) for x in gemm_codes(spec, m, n, k, seed=11))
     fn = jax.jit(lambda a, p, b, c: pallas.matrix_path(a, p, b, c, spec=spec, model=m_obj, options=opts))
     with x64_scope():
-        first, med, d = _time(lambda: fn(a, p, b, c), reps)
+        first, med, d = timed(lambda: fn(a, p, b, c), reps)
     d = np.asarray(d)
     if out_dir:  # one small uncompressed file, rewritten after every row
         SAMPLES.update({f"{label}|r{r}_c{cc}": d[r:r + 32, cc:cc + 64] for r, cc in _blocks(m)})
         np.savez(os.path.join(out_dir, "samples.npz"), **SAMPLES)
-    mac = m * n * k if spec.dense else m * n * k / 2
     return dict(label=label, builtin=builtin, model=model, options=kw, m=m, n=n, k=k,
                 tiling=f"{t.tm}x{t.tn} w{t.num_warps} s{t.num_stages}{' vec3' if t.vec3 else ''}",
-                compile_s=round(first - med, 2), time_ms=round(med * 1e3, 2), mac_per_s=mac / med)
+                compile_s=round(first - med, 2), time_ms=round(med * 1e3, 2),
+                mac_per_s=macs(spec, m, n, k) / med)
 
 
 def bench_dot(m, n, k, reps):
-    rng = np.random.default_rng(0)
-    x = jnp.asarray(rng.standard_normal((m, k), np.float32))
-    y = jnp.asarray(rng.standard_normal((k, n), np.float32))
-    f = jax.jit(lambda x, y: jnp.dot(x, y, precision=jax.lax.Precision.HIGHEST))
-    _, med, _ = _time(lambda: f(x, y), reps)
+    f, xy = native_dot("f32 HIGHEST", m, n, k)
+    med = timed(lambda: f(*xy), reps).median
     return dict(label="jnp.dot f32 HIGHEST", m=m, n=n, k=k, time_ms=round(med * 1e3, 2), mac_per_s=m * n * k / med)
 
 
@@ -164,9 +146,10 @@ def main(argv=None):
     s = args.size
     rows = [bench_dot(s, s, s, args.reps)]
     print(rows[-1], flush=True)
-    todo = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
+    todo = [(label, label, {}) for label in TABLE if not args.rows or label in args.rows.split(",")]
     todo = [(r, (s, s, s)) for r in todo] + ([(r, (s // 2, s // 2, s)) for r in SWEEP] if args.sweep else [])
-    for (label, builtin, model, kw), (m, n, k) in todo:
+    for (label, row, kw), (m, n, k) in todo:
+        builtin, model = ROWS[row].builtin, ROWS[row].model_name
         if time.time() - t_start > args.budget:
             print(f"{label}: skipped (budget)", flush=True)
             continue

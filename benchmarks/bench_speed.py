@@ -39,15 +39,15 @@ def child(row, size, k, waves, repeat):
     import numpy as np
 
     import jwmma
-    from bench_gemm import BUILTIN  # this file's folder: the same rows and timer as bench_gemm
-    from bench_gemm import timed as timed_repeat
+    from rows import BUILTIN  # this file's folder: the shared rows and timer
+    from rows import timed as timed_repeat
 
     kind, fmt, model = row.split(":")
     name = BUILTIN[fmt]
     spec = jwmma.BUILTINS[name]
 
     def timed(fn):
-        return timed_repeat(fn, repeat)
+        return timed_repeat(fn, repeat).median
 
     key = jax.random.PRNGKey(0)
     ka, kb, kc = jax.random.split(key, 3)

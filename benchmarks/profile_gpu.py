@@ -15,7 +15,7 @@ import tempfile
 import jax
 
 import jwmma
-from bench_gemm import BUILTIN, operands
+from rows import BUILTIN, operands  # this folder: the shared rows and their operands
 
 
 def main():
@@ -27,7 +27,7 @@ def main():
     args = ap.parse_args()
     fmt, model = args.config.split(":")
     builtin = BUILTIN[fmt]
-    a, b = operands(builtin, args.size, args.size, 2 * args.size, 0)
+    a, b, _, _ = jax.device_put(operands(builtin, args.size, args.size, 2 * args.size, seed=0))
     f = lambda: jwmma.gemm(a, b, builtin=builtin, model=model, path=args.path)
     jax.block_until_ready(f())
     with jax.profiler.trace(args.out, create_perfetto_trace=True):

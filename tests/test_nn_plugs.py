@@ -273,9 +273,10 @@ def test_qwix_einsums_beyond_one_product():
     assert np.isfinite(y) and y != M().apply(params, x)
 
 
-@pytest.mark.slow  # ~40 s on 2 cores: the 7 emulated GEMMs of the transformer compile
+@pytest.mark.slow  # ~1 min on 2 cores: the 7 emulated GEMMs of the transformer compile twice (unit, exact twin)
 def test_bench_dot_general_small(tmp_path):
-    """benchmarks/bench_dot_general.py --small runs on a CPU and writes its rows."""
+    """benchmarks/bench_dot_general.py --small runs on a CPU and writes its rows and the split of
+    the unit's change of the logits."""
     import json
     import pathlib
 
@@ -288,3 +289,7 @@ def test_bench_dot_general_small(tmp_path):
     got = json.loads(out.read_text())
     assert [r["pass_"].split()[0] for r in got["rows"]] == ["native", "unit"] and got["ratio"]["median_s"] > 0
     assert "| ratio unit / native |" in proc.stdout
+    e = got["logit_errors"]  # the default unit (sparse fp8, cdna3) prunes: every share is measured
+    assert all(e[k] >= 0 for k in ("accumulator", "quantisation", "pruning", "total"))
+    assert e["accumulator"] < 1e-4 < e["quantisation"] and e["twin"]["model"] == "exact"
+    assert "  accumulator " in proc.stdout and "  quantisation " in proc.stdout
