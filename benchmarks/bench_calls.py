@@ -4,7 +4,9 @@
 
 Rate = emulated multiply-adds = compressed products (waves x M x N x K/2) per second, the
 unit of benchmarks/RESULTS.md;
-the registers are placed on the device first, so host transfers are not timed.
+the registers are placed on the device first, so host transfers are not timed. ``--mmasim``
+also times MMA-Sim in the same run on the CDNA3-datapath rows (`rows.mmasim_rate`: its
+per-product rate on 16 rows of a 256-column GEMM of depth 2048) and prints the ratio.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rows import BUILTIN, timed  # noqa: E402  (this folder: the shared rows and timer)
+from rows import BUILTIN, mmasim_rate, timed  # noqa: E402  (this folder: the shared rows and timer)
 
 import jwmma  # noqa: E402
 
@@ -27,6 +29,7 @@ def main():
     ap.add_argument("--rows", nargs="+", default=["fp8:cdna3", "fp8:exact", "f16:gfx12_dot4"])
     ap.add_argument("--waves", type=int, default=65536)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--mmasim", action="store_true", help="also time MMA-Sim on the cdna3 rows (CPU, about a minute each)")
     args = ap.parse_args()
     print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
     for row in args.rows:
@@ -43,7 +46,11 @@ def main():
         fn = getattr(jwmma, name)
         sec = timed(lambda: fn(*regs, model=model), args.repeat).median
         macs = args.waves * spec.m * spec.n * spec.kc
-        print(json.dumps(dict(row=row, builtin=name, seconds=sec, mac_per_s=macs / sec)))
+        out = dict(row=row, builtin=name, seconds=sec, mac_per_s=macs / sec)
+        if args.mmasim:
+            rate = mmasim_rate(name, model, 256, 2048)
+            out.update(mmasim_mac_per_s=rate, speedup_vs_mmasim=None if rate is None else macs / sec / rate)
+        print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -17,11 +17,8 @@ import json
 import os
 import platform
 import sys
-import time
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rows  # noqa: E402  (this folder: the shared rows, their operands, the native dot and the timer)
@@ -40,39 +37,6 @@ def operands(builtin, m, n, k, seed):
     (k, n) of ``builtin`` (standard normal values rounded into its formats)."""
     a, b, _, _ = rows.operands(builtin, m, n, k, seed=seed)
     return jax.device_put(a), jax.device_put(b)
-
-
-def mmasim_rate(builtin, model, m, n, k, budget_s=60.0):
-    """MMA-Sim on a slice of the problem (rows), extrapolated; None if unavailable."""
-    try:
-        import torch
-        from mmasim.arithmetic.fdpa import MMA_GTR_FDPA, MMA_TR_FDPA
-    except Exception:
-        return None
-    if model != "cdna3":
-        return None
-    spec = jwmma.BUILTINS[builtin]
-    n_rows = 16
-    (values, pos), b = operands(builtin, n_rows, n, k, 1)
-    vals = np.asarray(values.astype(jnp.float32))
-    p = np.asarray(pos)
-    bb = np.asarray(b.astype(jnp.float32))
-    kidx = 4 * (np.arange(k // 2) // 2)[None, :] + p  # selected dense rows
-    tdt = {"fp8": torch.float8_e4m3fn, "bf8": torch.float8_e5m2, "f16": torch.float16, "bf16": torch.bfloat16}[spec.a_type]
-    op = MMA_GTR_FDPA(F=24, F2=31, rho="RNE-FP32", L_max=16) if spec.a.elem_bits == 8 else MMA_TR_FDPA(F=24, F2=31, rho="RNE-FP32", L_max=8)
-    kc = spec.kc
-    t0 = time.perf_counter()
-    done = 0
-    c = torch.zeros((n_rows, n), dtype=torch.float32)
-    for s in range(k // spec.k):  # one instruction step at a time, as the kernel does
-        sl = slice(s * kc, (s + 1) * kc)
-        av = torch.tensor(vals[:, sl]).to(tdt)[:, None, :].expand(n_rows, n, kc)
-        bsel = torch.tensor(np.take_along_axis(bb[None, :, :], kidx[:, sl, None], axis=1)).to(tdt)  # (rows, kc, n)
-        c = op.dpa(av, bsel.permute(0, 2, 1), c)
-        done += n_rows * n * kc
-        if time.perf_counter() - t0 > budget_s:
-            break
-    return done / (time.perf_counter() - t0)
 
 
 def parse_options(text):
@@ -124,7 +88,7 @@ def main(argv=None):
                 row = dict(builtin=builtin, model=model, path=path, m=m, n=n, k=k, seconds=t,
                            macs_per_s=macs / t, dot_seconds=t_dot, slowdown_vs_dot=t / t_dot)
                 if args.mmasim and path == "matrix":
-                    r = mmasim_rate(builtin, model, m, n, k)
+                    r = rows.mmasim_rate(builtin, model, n, k)
                     row["mmasim_macs_per_s"] = r
                     row["speedup_vs_mmasim"] = None if r is None else (macs / t) / r
                 table.append(row)

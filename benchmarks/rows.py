@@ -249,6 +249,45 @@ class Timing(NamedTuple):
     out: object
 
 
+def mmasim_rate(builtin: str, model: str | None, n: int, k: int, *, seed: int = 1, budget_s: float = 60.0):
+    """MMA-Sim's rate (compressed products per second) on 16 rows of a GEMM of depth ``k`` and
+    ``n`` columns, one instruction step at a time as the kernel issues them (CDNA3's
+    `MMA_GTR_FDPA` / `MMA_TR_FDPA` fed the compressed A values and the selected B rows), for
+    the sparse CDNA3-datapath rows (``model`` 'cdna3' or None on an smfmac builtin); None
+    elsewhere or without torch and mmasim. The same per-product work as a builtin call's, so
+    the rate compares with a call's and a GEMM's (stop after ``budget_s`` and extrapolate)."""
+    try:
+        import torch
+        from mmasim.arithmetic.fdpa import MMA_GTR_FDPA, MMA_TR_FDPA
+    except Exception:
+        return None
+    spec = jwmma.BUILTINS[builtin]
+    if model not in (None, "cdna3") or spec.dense or spec.default_model != "cdna3":
+        return None
+    n_rows = 16
+    (values, pos), b, _, _ = operands(builtin, n_rows, n, k, seed=seed)
+    vals = np.asarray(jnp.asarray(values).astype(jnp.float32))
+    p = np.asarray(pos)
+    bb = np.asarray(jnp.asarray(b).astype(jnp.float32))
+    kidx = 4 * (np.arange(k // 2) // 2)[None, :] + p  # the selected dense rows
+    tdt = {"fp8": torch.float8_e4m3fn, "bf8": torch.float8_e5m2, "f16": torch.float16, "bf16": torch.bfloat16}[spec.a_type]
+    op = MMA_GTR_FDPA(F=24, F2=31, rho="RNE-FP32", L_max=16) if spec.a.elem_bits == 8 else \
+        MMA_TR_FDPA(F=24, F2=31, rho="RNE-FP32", L_max=8)
+    kc = spec.kc
+    t0 = time.perf_counter()
+    done = 0
+    c = torch.zeros((n_rows, n), dtype=torch.float32)
+    for s in range(k // spec.k):  # one instruction step at a time, as the kernel does
+        sl = slice(s * kc, (s + 1) * kc)
+        av = torch.tensor(vals[:, sl]).to(tdt)[:, None, :].expand(n_rows, n, kc)
+        bsel = torch.tensor(np.take_along_axis(bb[None, :, :], kidx[:, sl, None], axis=1)).to(tdt)  # (rows, kc, n)
+        c = op.dpa(av, bsel.permute(0, 2, 1), c)
+        done += n_rows * n * kc
+        if time.perf_counter() - t0 > budget_s:
+            break
+    return done / (time.perf_counter() - t0)
+
+
 def timed(fn, repeat: int) -> Timing:
     """``fn()`` once (trace, compile and run: ``first``), then ``repeat`` more times (their
     ``median``), each call ended by ``jax.block_until_ready``."""
