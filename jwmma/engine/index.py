@@ -10,7 +10,7 @@ from jax import lax
 
 from ..isa.table import BuiltinSpec, lookup
 from ..keywords import strict_keywords
-from . import fragments
+from .index_registers import check_index
 from .validation import as_array, check_static_int, fail_if
 
 __all__ = ["index_offset", "check_blgp", "index_violations", "violations", "report_violations"]
@@ -91,7 +91,7 @@ def index_violations(name: str, idx, cbsz: int = 0, abid: int = 0, index_key: in
     """
     spec = lookup(name)
     s = index_offset(spec, cbsz, abid, index_key)
-    idx = fragments.check_index(spec, as_array(idx, "idx"), "idx")
+    idx = check_index(spec, as_array(idx, "idx"), "idx")
     return violations(spec, jnp.asarray(idx), s)
 
 

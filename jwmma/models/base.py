@@ -95,7 +95,8 @@ class _Checked(type):
 
 class Model(metaclass=_Checked):
     """Base class. Subclasses are frozen dataclasses (hashable: they are static arguments)
-    that declare a rule per field in ``FIELDS`` (`jwmma.models.fields`): construction checks
+    that declare a rule per field, with the field (`jwmma.models.fields.declare`) or in
+    ``FIELDS`` (`jwmma.models.fields`): construction checks
     them (an unknown keyword is named with the class's fields), and a subclass with
     cross-field rules adds them in its own ``__post_init__`` after ``super().__post_init__()``."""
 

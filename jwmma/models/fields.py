@@ -3,10 +3,12 @@ a model is made: a wrong type or value raises at construction, naming the class,
 what it takes and what it got, instead of surfacing later as a wrong bit, a trace error or a
 model text that does not read back.
 
-A model class declares one rule per dataclass field in its ``FIELDS`` mapping; `check_fields`
-(called by `jwmma.models.base.Model.__post_init__`) applies them and refuses a field that has
-no rule, so a new field cannot go unchecked. Cross-field rules (``sum_bits >= frac_bits``)
-stay in the model's own ``__post_init__``, after these.
+A model class declares one rule per dataclass field: with the field itself (`declare`: type,
+rule and default on one line; a field several classes share is a function that returns its
+declaration) or in its ``FIELDS`` mapping. `check_fields` (called by
+`jwmma.models.base.Model.__post_init__`) applies them and refuses a field that has no rule, so
+a new field cannot go unchecked. Cross-field rules (``sum_bits >= frac_bits``) stay in the
+model's own ``__post_init__``, after these.
 
 Types are exact: a bool field takes True/False (numpy bools too), not 0/1 or 'no'; an int
 field takes an int (numpy integers too), not a bool, not 2.0. numpy scalars are stored as
@@ -20,7 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Bool", "Int", "Choice", "Text", "Instance", "TupleOf", "check_fields"]
+__all__ = ["Bool", "Int", "Choice", "Text", "Instance", "TupleOf", "declare", "check_fields"]
+
+#: the key of a field's rule in its dataclass metadata (`declare`)
+_RULE = "jwmma.models.rule"
 
 
 def _got(value) -> str:
@@ -154,18 +159,32 @@ class TupleOf(Rule):
         return tuple(self.item.check(v, f"{where}[{i}]") for i, v in enumerate(value))
 
 
+def declare(rule: Rule, *, default) -> dataclasses.Field:
+    """A model field declared once: the rule `check_fields` applies, with the field's default.
+
+    Args:
+        rule: the field's `Rule`; default: its default value (immutable: models are hashable).
+    Returns:
+        The ``dataclasses.Field`` to assign in the class body, e.g.
+        ``frac_bits: int = declare(Int(lo=1, hi=40), default=24)``.
+    """
+    return dataclasses.field(default=default, metadata={_RULE: rule})
+
+
 def check_fields(obj) -> None:
-    """Check every dataclass field of ``obj`` against its class's ``FIELDS`` rules and store
+    """Check every dataclass field of ``obj`` against its rule and store
     the converted values (numpy scalars -> Python values; frozen dataclasses allowed).
 
     Args:
-        obj: a dataclass instance whose class maps each field name to a `Rule` in ``FIELDS``.
+        obj: a dataclass instance each of whose fields has a `Rule`: declared with the field
+            (`declare`) or in its class's ``FIELDS`` mapping.
     Returns:
         None; TypeError/ValueError naming ``Class.field``, the expected and the actual value.
     """
     cls = type(obj)
-    rules = getattr(cls, "FIELDS", {})
-    names = [f.name for f in dataclasses.fields(obj)]
+    fields = dataclasses.fields(obj)
+    rules = {**getattr(cls, "FIELDS", {}), **{f.name: f.metadata[_RULE] for f in fields if _RULE in f.metadata}}
+    names = [f.name for f in fields]
     missing = [n for n in names if n not in rules]
     if missing:  # a programming error in jwmma, not a user's: every field declares its rule
         raise TypeError(f"{cls.__name__} declares no FIELDS rule for {', '.join(missing)}")

@@ -29,9 +29,10 @@ from ..numerics.formats import F32, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
 from . import fused_dots
 from .fma_chain import FMAChain
-from .fields import Bool, Choice, Int
-from .base import Context, Model, as_column
+from .fields import Bool, Choice, Int, declare
+from .base import Context, as_column
 from .fused_dots import NO_EXP
+from .fused_fields import F32FusedModel, frac_bits_field
 from .grouping import UNROLL, loops, over_groups, unroll_for
 from .specials import product_specials, specials_possible, specials_shortcut
 
@@ -66,7 +67,7 @@ def align(p, r, lead: int, neg, rounding: str, dtype):
 
 
 @dataclass(frozen=True)
-class FusedGroups(Model):
+class FusedGroups(F32FusedModel):
     """The parametrised fused-group model. ``None`` fields take the CDNA3 choice for the
     operand formats: group 16 and two stages for 8-bit inputs, group 8 otherwise; C is
     dropped far below the sum exactly when the path is two-stage.
@@ -81,23 +82,18 @@ class FusedGroups(Model):
     added to C exactly.
     """
 
-    group: int | None = None
-    frac_bits: int = 24
-    sum_bits: int = 31
-    two_stage: bool | None = None
-    product_rounding: str = "truncate"
-    c_drop: bool | None = None
-    zero_exponent: int | None = None
-    renormalize: bool = True
+    group: int | None = declare(Int(lo=1, optional=True), default=None)
+    frac_bits: int = frac_bits_field()
+    sum_bits: int = declare(Int(lo=1, hi=48), default=31)
+    two_stage: bool | None = declare(Bool(optional=True), default=None)
+    product_rounding: str = declare(Choice(values=ROUNDINGS), default="truncate")
+    c_drop: bool | None = declare(Bool(optional=True), default=None)
+    # products of every format have exponents within +-300; the bound keeps zero_exponent
+    # clear of the no-exponent marker NO_EXP and of int overflow
+    zero_exponent: int | None = declare(Int(lo=-1000, hi=1000, optional=True), default=None)
+    renormalize: bool = declare(Bool(), default=True)
 
     name = "fused"
-
-    FIELDS = {"group": Int(lo=1, optional=True), "frac_bits": Int(lo=1, hi=40), "sum_bits": Int(lo=1, hi=48),
-              "two_stage": Bool(optional=True), "product_rounding": Choice(values=ROUNDINGS),
-              # products of every format have exponents within +-300; the bound keeps zero_exponent
-              # clear of the no-exponent marker NO_EXP and of int overflow
-              "c_drop": Bool(optional=True), "zero_exponent": Int(lo=-1000, hi=1000, optional=True),
-              "renormalize": Bool()}
 
     def __post_init__(self):
         super().__post_init__()
@@ -115,18 +111,6 @@ class FusedGroups(Model):
         if two and group < 2:
             raise ValueError("a two-stage model needs group >= 2")
         return group, two, drop
-
-    def check(self, ctx: Context):
-        why = super().check(ctx)
-        if why:
-            return why
-        if ctx.c != F32:
-            return f"{self.describe()} accumulates in f32; it does not model {ctx.c.name} outputs"
-        return None
-
-    def describe(self):
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__dataclass_fields__)
-        return f"{type(self).__name__}({fields})"
 
     # ------------------------------------------------------------------ fast paths
     def dots_apply(self, ctx: Context, options, a_shape, b_shape) -> bool:

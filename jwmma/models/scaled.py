@@ -45,9 +45,10 @@ import jax.numpy as jnp
 
 from ..numerics.formats import E8M0_BIAS, E8M0_NAN, F32, decode
 from ..numerics.rounding import add_rn, pow2_f64, round_f64, value_f64
-from .base import Context, Model
-from .fields import Choice, Int
+from .base import Context
+from .fields import Choice, Int, declare
 from .fused import align
+from .fused_fields import F32FusedModel, frac_bits_field
 from .grouping import over_groups, unroll_for
 from .specials import product_specials
 
@@ -70,36 +71,20 @@ def _rows(x):
 
 
 @dataclass(frozen=True)
-class BlockScaled(Model):
+class BlockScaled(F32FusedModel):
     """The block-scaled MFMA model (module doc): ``BlockScaled()`` is the preset ``cdna4_mx``;
     ``BlockScaled(scale_at='block', block_sum='fma_chain')`` is ``mx_rocjitsu``."""
 
-    scale_at: str = "product"
-    block_sum: str = "fused"
-    group: int = 32
-    frac_bits: int = 24
-    subbyte_frac_bits: int | None = None
-    nan_scale: str = "nan"
+    scale_at: str = declare(Choice(values=SCALE_AT), default="product")
+    block_sum: str = declare(Choice(values=BLOCK_SUMS), default="fused")
+    group: int = declare(Int(lo=1, hi=4096), default=32)
+    frac_bits: int = frac_bits_field()
+    subbyte_frac_bits: int | None = declare(Int(lo=1, hi=40, optional=True), default=None)
+    nan_scale: str = declare(Choice(values=NAN_SCALES), default="nan")
 
     name = "block_scaled"
     scaled = True
     compile_weight = 16  # int64 alignment and float64 sums per product: 320 ns unoptimised on a CPU
-
-    FIELDS = {"scale_at": Choice(values=SCALE_AT), "block_sum": Choice(values=BLOCK_SUMS),
-              "group": Int(lo=1, hi=4096), "frac_bits": Int(lo=1, hi=40),
-              "subbyte_frac_bits": Int(lo=1, hi=40, optional=True), "nan_scale": Choice(values=NAN_SCALES)}
-
-    def check(self, ctx: Context):
-        why = super().check(ctx)
-        if why:
-            return why
-        if ctx.c != F32:
-            return f"{self.describe()} accumulates in f32; it does not model {ctx.c.name} outputs"
-        return None
-
-    def describe(self):
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__dataclass_fields__)
-        return f"BlockScaled({fields})"
 
     def frac(self, ctx: Context) -> int:
         """F of the fused groups for these formats (``subbyte_frac_bits`` for FP6/BF6/FP4 x

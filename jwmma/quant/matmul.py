@@ -22,7 +22,7 @@ import numpy as np
 from ..engine.validation import as_array
 from ..keywords import strict_keywords
 from ..numerics.formats import format_of
-from .dot_general import contract, quantise_gemm_operands
+from .contraction import contract, quantise_gemm_operands
 from .unit import Unit
 
 __all__ = ["matmul", "MatmulConfig", "quantise_operands", "config", "apply"]
