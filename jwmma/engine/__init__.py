@@ -2,7 +2,7 @@
 
 `fragments` (the register codec: pack/unpack, re-exporting `registers`, `element_codes`,
 `index_registers` and `block_scales`), `step` (one instruction step: decode, hand the matrices to
-the model), `builtins` (the 25 functions, built through one calling-convention adapter),
+the model), `builtins` (the builtin functions, one per table row, built through one calling-convention adapter),
 `index` (index sets and undefined pairs), `dot` (a model on plain vectors), `sparsity` (2:4
 helpers), `options` (execution options), `validation` (argument checks).
 """
