@@ -5,6 +5,7 @@ shape compiles once per unit); the full pipeline, the qwix route and the trainin
 units are slow cases. The full-size numbers are in benchmarks/STUDY.md section 7."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -77,7 +78,7 @@ def test_shipped_weights():
     params, meta = tf.load_weights()
     want = jax.tree_util.tree_map(lambda x: x.shape, tf.init_params(tf.ModelConfig()))
     assert jax.tree_util.tree_map(lambda x: x.shape, params) == want
-    assert meta["config"] == tf.dataclasses.asdict(tf.ModelConfig()) and meta["corpus"] == tf.corpus_digest()
+    assert meta["config"] == dataclasses.asdict(tf.ModelConfig()) and meta["corpus"] == tf.corpus_digest()
     assert meta["final_loss"] < 1.0 and meta["steps"] == tf.TRAINING["steps"]
     leaf = params["block_0"]["up"]["kernel"]
     assert leaf.dtype == jnp.float32 and np.array_equal(np.asarray(leaf).astype(np.float16).astype(np.float32), leaf)

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..quant import matmul
+from .plots import SPLIT_COLORS, curves_figure, error_split_figure, rows_figure, save_figure
 
 __all__ = ["CONFIGS", "FINETUNE_CONFIG", "FORMAT_BUILTINS", "Config", "configs", "load_digits_data", "init_mlp", "forward", "train",
            "evaluate", "finetune_sparse", "prune_params", "run", "format_rows", "plot"]
@@ -344,74 +345,49 @@ def format_rows(result: dict) -> str:
 
 
 def plot(result: dict, out) -> list:
-    """Figures (PNG, matplotlib): per-layer error split (quantisation + pruning vs accumulator)
-    and accuracy per configuration; the fine-tuning curve. Returns the paths written."""
-    import matplotlib
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    """Figures (PNG, matplotlib, in `jwmma.study.plots`' layout for a trained network): per-layer
+    error split (quantisation + pruning, quantisation alone, accumulator) and accuracy per
+    configuration; the fine-tuning curve.
 
+    Args:
+        result: `run`'s result (``rows``, ``f32_accuracy``, ``finetune``).
+        out: the folder to write into.
+    Returns:
+        The paths written: network_layer_errors.png, network_accuracy.png and, with a
+        fine-tuning run, network_finetune.png.
+    """
     out = Path(out)
     rows = result["rows"]
-    paths = []
-    n_layers = len(rows[0]["layers"])
-    fig, axes = plt.subplots(1, n_layers, figsize=(4.2 * n_layers, 0.32 * len(rows) + 1.6), sharey=True)
     labels = [r["label"] for r in rows]
-    ypos = np.arange(len(rows))
-    for i, ax in enumerate(np.atleast_1d(axes)):
-        q = [r["layers"][i]["quant"] for r in rows]
-        a = [max(r["layers"][i]["accum"], 1e-12) for r in rows]
-        has_q = all("quant_only" in r["layers"][i] for r in rows)
-        h = 0.27 if has_q else 0.4
-        ax.barh(ypos - h, q, h, label="quantisation + 2:4 pruning", color="#4c72b0")
-        if has_q:
-            ax.barh(ypos, [r["layers"][i]["quant_only"] for r in rows], h, label="quantisation alone",
-                    color="#8172b3")
-        ax.barh(ypos + (h if has_q else 0.2), a, h, label="accumulator (model vs exact)", color="#dd8452")
-        ax.set_xscale("log")
-        ax.set_xlim(1e-9, 2)
-        layer = rows[0]["layers"][i]
-        ax.set_title(f"layer {i + 1}: K = {layer['k']}, N = {layer['n']}")
-        ax.set_xlabel("||error||_F / ||x @ w (float64)||_F")
-        ax.grid(axis="x", alpha=0.3)
-    axes = np.atleast_1d(axes)
-    axes[0].set_yticks(ypos, labels)
-    axes[0].invert_yaxis()
-    axes[-1].legend(loc="lower right", fontsize=8)
-    fig.suptitle("Per-layer output error of the digits MLP through jwmma (test set)")
-    fig.tight_layout()
-    paths.append(out / "network_layer_errors.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths = []
+    panels = []
+    for i, layer in enumerate(rows[0]["layers"]):
+        bars = [("quantisation + 2:4 pruning", SPLIT_COLORS["quant"], [r["layers"][i]["quant"] for r in rows])]
+        if all("quant_only" in r["layers"][i] for r in rows):
+            bars.append(("quantisation alone", SPLIT_COLORS["quant_only"], [r["layers"][i]["quant_only"] for r in rows]))
+        bars.append(("accumulator (model vs exact)", SPLIT_COLORS["accum"], [r["layers"][i]["accum"] for r in rows]))
+        panels.append((f"layer {i + 1}: K = {layer['k']}, N = {layer['n']}", bars))
+    fig = error_split_figure(labels, panels, xlim=(1e-9, 2), xlabel="||error||_F / ||x @ w (float64)||_F",
+                             title="Per-layer output error of the digits MLP through jwmma (test set)")
+    paths.append(save_figure(fig, out / "network_layer_errors.png"))
 
-    fig, ax = plt.subplots(figsize=(7, 0.3 * len(rows) + 1.6))
+    fig, (ax,) = rows_figure(labels)
     acc = [100 * r["accuracy"] for r in rows]
-    ax.barh(ypos, acc, color="#55a868")
+    ax.barh(range(len(rows)), acc, color="#55a868")
     ax.axvline(100 * result["f32_accuracy"], color="k", ls="--", lw=1, label="float32 (dense)")
     ft = result.get("finetune")
     if ft:
         ax.axvline(100 * ft["pruned_f32"], color="#c44e52", ls=":", lw=1, label="float32, 2:4 pruned")
     lo = min(acc + [100 * result["f32_accuracy"]]) - 3
     ax.set_xlim(max(0, lo), 100)
-    ax.set_yticks(ypos, labels)
-    ax.invert_yaxis()
     ax.set_xlabel("test accuracy (%), every layer 2:4 pruned and through jwmma")
     ax.legend(loc="lower left", fontsize=8)
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / "network_accuracy.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "network_accuracy.png"))
 
     if ft:
-        fig, ax = plt.subplots(figsize=(5.5, 3.4))
-        ax.plot(np.arange(1, len(ft["losses"]) + 1), ft["losses"], "o-")
-        ax.set_xlabel("fine-tuning epoch (2:4, emulated forward, STE backward)")
-        ax.set_ylabel("training loss")
-        ax.set_title(f"{ft['config']}: accuracy {100 * ft['pruned_emulated']:.1f}% -> "
-                     f"{100 * ft['finetuned_emulated']:.1f}%", fontsize=10)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        paths.append(out / "network_finetune.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        fig = curves_figure([(None, ft["losses"], "o-")],
+                            xlabel="fine-tuning epoch (2:4, emulated forward, STE backward)", ylabel="training loss",
+                            title=f"{ft['config']}: accuracy {100 * ft['pruned_emulated']:.1f}% -> "
+                                  f"{100 * ft['finetuned_emulated']:.1f}%")
+        paths.append(save_figure(fig, out / "network_finetune.png"))
     return paths

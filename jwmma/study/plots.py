@@ -1,11 +1,19 @@
-"""Figures of a `jwmma.study` sweep (matplotlib, an optional dependency: ``pip install
-'jwmma[plot]'``). Every function takes the study's summary rows (`Study.summary`, or the
-rows of summary.json) and returns a matplotlib Figure; `save_figures` writes the standard
-set as PNGs.
+"""Figures of the studies (matplotlib, an optional dependency: ``pip install 'jwmma[plot]'``).
+
+A `jwmma.study` sweep: every ``plot_*`` function takes the study's summary rows
+(`Study.summary`, or the rows of summary.json) and returns a matplotlib Figure; `save_figures`
+writes the standard set as PNGs.
+
+A trained network through the units (`jwmma.study.network`, `jwmma.study.transformer`): one
+layout for both, one row per unit (or configuration) from top to bottom. `error_split_figure`
+draws each row's error parts (quantisation, accumulator) as horizontal bars on a log axis, one
+panel per layer or contraction; `rows_figure` gives the panels of per-row metrics;
+`curves_figure` draws loss curves; `save_figure` writes a PNG.
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -13,7 +21,7 @@ from ..isa.plot import require_matplotlib
 from .measures import U32
 
 __all__ = ["plot_error_vs_k", "plot_bias_vs_k", "plot_ident_vs_k", "plot_ulp_hist", "save_figures",
-           "require_matplotlib"]
+           "require_matplotlib", "SPLIT_COLORS", "error_split_figure", "rows_figure", "curves_figure", "save_figure"]
 
 
 def _series(rows, by=("model", "remedy")):
@@ -263,3 +271,100 @@ def save_figures(summary, out_dir: str, prefix: str = "", dpi: int = 110) -> lis
         plt.close(fig)
         written.append(path)
     return written
+
+
+# ---------------------------------------------------------- a trained network through the units
+#: the colours of the error split: quantisation (and pruning), quantisation alone, accumulator
+SPLIT_COLORS = dict(quant="#4c72b0", quant_only="#8172b3", accum="#dd8452")
+#: where a zero error is drawn on a log axis (left of every axis range the figures use)
+_ZERO = 1e-12
+
+
+def rows_figure(labels, panels: int = 1, width: float = 7.0):
+    """A figure of ``panels`` panels side by side sharing the y axis, one row per label, the
+    first on top; every panel has a light grid along x.
+
+    Args:
+        labels: the rows' names (units or configurations).
+        panels: how many panels.
+        width: the figure's width in inches (the height grows with the rows).
+    Returns:
+        ``(figure, axes)``: the Figure and a list of ``panels`` Axes; row i is at y = i.
+    """
+    plt = require_matplotlib()
+    fig, axes = plt.subplots(1, panels, figsize=(width, 0.3 * len(labels) + 1.8), sharey=True, squeeze=False)
+    axes = list(axes[0])
+    axes[0].set_yticks(np.arange(len(labels)), labels)
+    axes[0].invert_yaxis()  # an axis stays inverted when later bars rescale it
+    for ax in axes:
+        ax.grid(axis="x", alpha=0.3)
+    return fig, axes
+
+
+def error_split_figure(labels, panels, *, title: str, xlim, xlabel: str | None = None, panel_width: float = 4.2):
+    """Each row's error parts side by side as horizontal bars on a log axis, one panel per layer
+    or contraction.
+
+    Args:
+        labels: the rows' names (units or configurations), drawn top to bottom.
+        panels: one ``(panel title, bars)`` per panel; ``bars``: ``[(legend label, colour,
+            values)]`` with one float >= 0 per row (a zero is drawn at 1e-12, left of ``xlim``:
+            a log axis has no 0).
+        title: the figure's title.
+        xlim: the log x axis' range ``(lo, hi)``.
+        xlabel: every panel's x label, or None.
+        panel_width: inches per panel.
+    Returns:
+        The Figure (the legend in the last panel).
+    """
+    fig, axes = rows_figure(labels, len(panels), panel_width * len(panels))
+    ypos = np.arange(len(labels))
+    for ax, (panel_title, bars) in zip(axes, panels):
+        height = 0.8 / len(bars)
+        for i, (label, color, values) in enumerate(bars):
+            ax.barh(ypos + (i - (len(bars) - 1) / 2) * height, np.maximum(np.asarray(values, float), _ZERO), height,
+                    color=color, label=label)
+        ax.set_xscale("log")
+        ax.set_xlim(*xlim)
+        ax.set_title(panel_title, fontsize=10)
+        if xlabel:
+            ax.set_xlabel(xlabel)
+    axes[-1].legend(loc="lower right", fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def curves_figure(curves, *, xlabel: str, ylabel: str, title: str | None = None):
+    """Curves against 1, 2, ... (training steps or epochs).
+
+    Args:
+        curves: ``[(legend label or None, values, matplotlib format string)]``.
+        xlabel, ylabel, title: the axes' words (a legend only when some curve has a label).
+    Returns:
+        The Figure.
+    """
+    plt = require_matplotlib()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for label, values, fmt in curves:
+        ax.plot(np.arange(1, len(values) + 1), values, fmt, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    if any(label for label, _, _ in curves):
+        ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def save_figure(fig, path, dpi: int = 110) -> Path:
+    """Lay ``fig`` out, write it as a PNG and close it.
+
+    Returns:
+        ``path`` as a Path.
+    """
+    plt = require_matplotlib()
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return Path(path)
