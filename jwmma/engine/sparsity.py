@@ -42,15 +42,32 @@ def _groups(x, what):
     route a float copy, pad or select through float32 and back (docs/ARCHITECTURE.md, "Same
     bits on every device"): JAX 0.11's narrowing flushes bf16 subnormals there and JAX
     0.10's quiets NaN payloads."""
+    x = _operand(x, what)
+    if _is_float(x.dtype):
+        x = _as_bits(x)
+    x = jnp.asarray(x)  # inside x64_scope: int64/float64 stay 64-bit
+    return x, x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
+
+
+def _operand(x, what):
+    """``x`` as an array (numpy stays numpy), checked: a last axis divisible by 4, floats or
+    integers."""
     x = as_array(x, what)
     if x.ndim < 1 or x.shape[-1] % 4:
         raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
     if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
         raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
-    if _is_float(x.dtype):
-        x = _as_bits(x)
-    x = jnp.asarray(x)  # inside x64_scope: int64/float64 stay 64-bit
-    return x, x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
+    return x
+
+
+def _host_bits(x):
+    """A numpy float array as its bits (a free view; the program bit casts JAX arrays itself)."""
+    return _as_bits(x) if isinstance(x, np.ndarray) and _is_float(x.dtype) else x
+
+
+def _to_bits(x):
+    """Inside a program: floats as their bit patterns, integers as they are."""
+    return _as_bits(x) if _is_float(x.dtype) else x
 
 
 def _as_bits(x):
@@ -159,15 +176,26 @@ def prune_2_4(a, rule: str = "largest"):
     if not isinstance(rule, str) or rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
     with x64_scope():
-        dtype = np.dtype(as_array(a, "a").dtype)
-        a, g = _groups(a, "a")
+        a = _operand(a, "a")
+        dtype = np.dtype(a.dtype)
         if rule == "hipsparselt" and dtype.name not in _HIPSPARSELT_DTYPES:
             raise TypeError(f"a must have one of the dtypes hipSPARSELt prunes ({', '.join(_HIPSPARSELT_DTYPES)}) "
                             f"for rule='hipsparselt', got {dtype}")
-        if a.size == 0:
-            return _from_bits(a, dtype) if _is_float(dtype) else a
-        out = _prune(g, rule, dtype.name).reshape(a.shape)
-        return _from_bits(out, dtype) if _is_float(dtype) else out
+        return _prune_array(_host_bits(a), rule, dtype.name)
+
+
+@functools.partial(jax.jit, static_argnames=("rule", "dtype"))
+def _prune_array(a, rule, dtype):
+    """`prune_2_4` of ``a`` (..., K), its values or (numpy floats) their bits, as one program:
+    a new shape compiles this one program and nothing else. Returns ``dtype`` values."""
+    dtype = jnp.dtype(dtype)
+    bits = _to_bits(a)
+    if bits.size == 0:
+        out = bits
+    else:
+        g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+        out = _prune(g, rule, dtype.name).reshape(bits.shape)
+    return _from_bits(out, dtype) if _is_float(dtype) else out
 
 
 def prune_bits(a, dtype, rule: str = "largest"):
@@ -229,14 +257,35 @@ def compress_2_4(a24, *, what: str = "a24"):
         makes that a ValueError inside jit).
     """
     with x64_scope():
-        dtype = np.dtype(as_array(a24, "a24").dtype)
-        a24, g = _groups(a24, "a24")
-        half = (*a24.shape[:-1], a24.shape[-1] // 2)
+        a24 = _operand(a24, "a24")
+        dtype = np.dtype(a24.dtype)
         if a24.size == 0:
+            half = (*a24.shape[:-1], a24.shape[-1] // 2)
             return jnp.zeros(half, dtype), jnp.zeros(half, jnp.int32)
-        values, pos, count = _compress(g, _is_float(dtype))
-        fail_if(count > 2, _describe_2_4(what), count)
-        return (_from_bits(values, dtype) if _is_float(dtype) else values), pos
+        values, pos, count, summary = _compress_array(_host_bits(a24), dtype.name)
+        if jax_concrete(count):  # the summary came from the same program: nothing more to compile
+            total, first, nonzeros = (int(v) for v in summary)
+            if total:
+                first = tuple(int(i) for i in np.unravel_index(first, count.shape))
+                raise ValueError(_message_2_4(what, first, nonzeros, total))
+        else:
+            fail_if(count > 2, _describe_2_4(what), count)
+        return values, pos
+
+
+@functools.partial(jax.jit, static_argnames="dtype")
+def _compress_array(a24, dtype):
+    """`compress_2_4` of ``a24`` (..., K), its values or (numpy floats) their bits, as one
+    program: (values of ``dtype``, positions, non-zero count per group, and (groups with
+    more than two non-zeros, flat index of the first, its count) for the error message)."""
+    dtype = jnp.dtype(dtype)
+    bits = _to_bits(a24)
+    g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+    values, pos, count = _compress_core(g, _nonzero_bits(g, _is_float(dtype)))
+    bad = (count > 2).reshape(-1)
+    first = jnp.argmax(bad)
+    summary = (jnp.sum(bad, dtype=jnp.int32), first, count.reshape(-1)[first])
+    return (_from_bits(values, dtype) if _is_float(dtype) else values), pos, count, summary
 
 
 def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
