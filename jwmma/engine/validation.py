@@ -81,12 +81,19 @@ def first_violation(bad, values):
     return int(bad.sum()), where, np.asarray(values)[where]
 
 
+@jax.jit
+def _extremes(x):
+    """(min, max) of ``x`` in one program (two eager reductions compiled two per new shape)."""
+    return jnp.min(x), jnp.max(x)
+
+
 def check_range(x, lo: int, hi: int, what: str):
     """Raise if concrete integer values fall outside [lo, hi]; traced values are not checked."""
     if not is_concrete(x) or x.size == 0:
         return
     if isinstance(x, jax.Array):  # scalars come back, not the whole array (global arrays too)
-        if lo <= int(jnp.min(x)) and int(jnp.max(x)) <= hi:
+        low, high = _extremes(x)
+        if lo <= int(low) and int(high) <= hi:
             return
         count, where, value = first_violation((x < lo) | (x > hi), x)
         raise ValueError(
