@@ -101,6 +101,7 @@ from .engine.builtins import (
     mfma_scale_f32_32x32x64_f8f6f4,
 )
 from .engine.dot import dot
+from .engine.effort import enable_compilation_cache
 from .engine.fragments import (pack_a, pack_b, pack_c, pack_index, pack_scale, unpack_a, unpack_b, unpack_c, unpack_index,
                                unpack_scale)
 from .engine.index import index_violations
@@ -147,7 +148,7 @@ __all__ = [
     "BUILTINS", "BuiltinSpec", "BUILTIN_FUNCTIONS", "Options", "PallasOptions", "models", "kernel", "study", "nn", "index_violations",
     "dot", "gemm", "matmul", "Unit", "dot_general", "einsum", "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c",
     "unpack_c", "pack_index", "unpack_index", "pack_scale", "unpack_scale", "prune_2_4", "compress_2_4",
-    "decompress_2_4", "checked", "plot_layout", "__version__",
+    "decompress_2_4", "checked", "plot_layout", "enable_compilation_cache", "__version__",
     *BUILTIN_FUNCTIONS,
 ]
 

@@ -1,6 +1,7 @@
 """The `jwmma` command (and only it: not `import jwmma`, not `jwmma.cli.main` in-process) uses
 JAX's persistent compilation cache in $XDG_CACHE_HOME/jwmma (default ~/.cache/jwmma);
---no-cache, before or after the subcommand, leaves it alone (README "Command line")."""
+--no-cache, before or after the subcommand, leaves it alone (README "Command line"). A library
+user opts in with `jwmma.enable_compilation_cache(path)`."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 import jax
 import pytest
 
+import jwmma
 from jwmma.cli import build_parser, cache, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,3 +64,36 @@ def test_the_command_fills_the_cache_and_no_cache_does_not(tmp_path):
     res = run_cli([*SMALL, "--no-cache"], without)
     assert res.returncode == 0, res.stderr
     assert not files_under(without)
+
+
+LIBRARY_RUN = """
+import sys, numpy as np, jwmma
+folder = jwmma.enable_compilation_cache(sys.argv[1])
+name = "smfmac_i32_16x16x128_i8"
+spec = jwmma.BUILTINS[name]
+a = np.ones((16, 128), np.int8)
+values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
+d = jwmma.unpack_c(name, getattr(jwmma, name)(jwmma.pack_a(name, values), jwmma.pack_b(name, a.T.copy()),
+                                               jwmma.pack_c(name, np.zeros((16, 16), np.int32)),
+                                               jwmma.pack_index(name, pos)))
+print(folder, int(np.asarray(d)[0, 0]))
+"""
+
+
+def test_library_users_opt_in_to_the_cache(tmp_path):
+    """`jwmma.enable_compilation_cache(path)`: a library user's process keeps its programs in
+    ``path`` (made if missing) and gives the same result as without; importing jwmma alone
+    caches nothing (test above)."""
+    folder = tmp_path / "cache" / "jwmma"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    res = subprocess.run([sys.executable, "-c", LIBRARY_RUN, str(folder)], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == [str(folder), "64"]  # 64 kept products of ones (two of every four of 128)
+    assert files_under(folder), "no compiled program was cached"
+
+
+@pytest.mark.parametrize("bad, error", [(None, TypeError), (3, TypeError), ("", TypeError)])
+def test_the_cache_folder_is_checked(bad, error):
+    with pytest.raises(error, match="path must be a folder name"):
+        jwmma.enable_compilation_cache(bad)

@@ -22,16 +22,12 @@ def cache_dir(environ=None) -> str:
 
 def enable(path: str | None = None) -> str | None:
     """Point JAX's persistent compilation cache at ``path`` (default `cache_dir()`), caching
-    every program however small or quick to compile. Returns the folder, or None when it
-    cannot be created (the run then compiles as without the cache)."""
-    import jax
+    every program however small or quick to compile (`jwmma.enable_compilation_cache`).
+    Returns the folder, or None when it cannot be created (the run then compiles as without
+    the cache)."""
+    from ..engine.effort import enable_compilation_cache
 
-    path = path or cache_dir()
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
+        return enable_compilation_cache(path or cache_dir())
+    except ValueError:
         return None
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    return path

@@ -28,13 +28,14 @@ function made by `effort_jit` keeps one `jax.jit` per compiler setting.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections import OrderedDict
 
 import jax
 import numpy as np
 
-__all__ = ["EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "shapes_key", "compiler_options",
+__all__ = ["enable_compilation_cache", "EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "shapes_key", "compiler_options",
            "effort_jit"]
 
 EFFORTS = ("auto", "fast", "full")
@@ -148,3 +149,32 @@ def effort_jit(fn=None, *, static_argnames=()):
     if fn is None:
         return functools.partial(effort_jit, static_argnames=static_argnames)
     return _EffortJit(fn, static_argnames)
+
+
+def enable_compilation_cache(path) -> str:
+    """Keep every program jwmma (and the rest of this process) compiles in JAX's persistent
+    compilation cache in the folder ``path``, so that a later process loads it instead of
+    compiling it again: opt-in, for library users (the ``jwmma`` command does this by itself,
+    in ``$XDG_CACHE_HOME/jwmma``). It sets JAX's ``jax_compilation_cache_dir`` and caches
+    programs however small or quick to compile (JAX's defaults skip those, and jwmma's first
+    calls are many such programs); a loaded program is the compiled program, so no result
+    changes. Deleting the folder is always safe.
+
+    Args:
+        path: a folder (str or os.PathLike), made if missing.
+    Returns:
+        The folder, as a str.
+    """
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise TypeError(f"path must be a folder name (str or os.PathLike), got {path!r}; e.g. "
+                        f"jwmma.enable_compilation_cache('~/.cache/jwmma')")
+    folder = os.path.expanduser(os.fspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"path {folder!r} cannot hold the compilation cache: {e}") from None
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return folder
+
