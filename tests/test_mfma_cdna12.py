@@ -1,6 +1,6 @@
 """The single-block dense MFMA rows on MI100 (gfx908, CDNA1) and MI200 (gfx90a, CDNA2), the
 ``target=`` of `mfma_f32_32x32x2f32`, `_16x16x4f32`, `_32x32x8f16`, `_16x16x16f16` (both chips)
-and `_32x32x8bf16_1k`, `_16x16x16bf16_1k` (gfx90a only; docs/spec/BUILTINS_DENSE.md 10):
+and `_32x32x8bf16_1k`, `_16x16x16bf16_1k` (gfx90a only; docs/spec/BUILTINS_DENSE.md 9):
 
 * layouts, BLGP swizzles and modifier support against the calculator dumps
   `tests/data/cdna1_mfma_calculator.json` and `cdna2_mfma_calculator.json` (every entry);

@@ -54,7 +54,7 @@ def _keywords(spec: BuiltinSpec):
 def check_blgp(spec: BuiltinSpec, blgp) -> int:
     """The blgp of a dense MFMA call as a static int: 0..7 where the row swizzles B's lanes
     (the f32 forms; every single-block form on gfx908/gfx90a), 0 elsewhere (BUILTINS_DENSE.md
-    3, 10); builtins without the argument pass 0."""
+    3, 9); builtins without the argument pass 0."""
     if spec.blgp == "swizzle":
         return check_static_int(blgp, "blgp", 0, 7)
     if blgp != 0 or isinstance(blgp, bool) or not isinstance(blgp, (int, np.integer)):

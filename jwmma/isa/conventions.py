@@ -82,7 +82,7 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
                "the code runs on; cbsz must be 0..3 and abid 0..sets-1."),
     Convention("wmma", (Param("a", "a"), Param("b", "b"), Param("c", "c"))),
-    # dense CDNA MFMA (BUILTINS_DENSE.md 1, 3, 10): single-block forms take cbsz = abid = 0; blgp
+    # dense CDNA MFMA (BUILTINS_DENSE.md 1, 3, 9): single-block forms take cbsz = abid = 0; blgp
     # swizzles B's lanes on the two f32 forms (and on gfx908/gfx90a on all) and must be 0 elsewhere
     Convention("mfma_cdna3", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
                               Param("abid", "abid", 0), Param("blgp", "blgp", 0)),

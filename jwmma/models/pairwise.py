@@ -3,7 +3,10 @@ tree's sum added to the accumulator, optionally with the MI200 denormal flushing
 9.4). MMA-Sim 2.1.1's CDNA2 (MI200, gfx90a) f16/bf16 arithmetic, ``MMA_FTZ_MUL_ADD(P)``
 (``mmasim/arithmetic/ftz_mul_add.py``), is ``PairwiseTree(group=4, flush_denormals=True)``
 (``group=2`` for its non-1k bf16 forms); the preset ``"cdna2"`` is `CDNA2()`, which also runs
-f32 operands as MMA-Sim does on every CDNA chip: an f32 FMA chain in K order.
+f32 operands as MMA-Sim does on every CDNA chip: an f32 FMA chain in K order. That MI200's f16
+and bf16 MFMA flush input and output denormals is AMD's and PyTorch's documentation (PyTorch's
+numerical-accuracy note on MI200, MIOpen's MI200 MFMA page); the places of the flushing are
+MMA-Sim's.
 
 Per output, with ``flush_denormals``:
 
