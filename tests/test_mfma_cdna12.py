@@ -150,6 +150,11 @@ def test_model_fields_and_refusals():
         jwmma.mfma_f32_16x16x4f32(r, r, c, model="CDNA1(group=2)", target="gfx908")
     with pytest.raises(ValueError, match="16-bit .* operands with an f32 accumulator"):
         jwmma.mfma_f32_16x16x4f32(r, r, c, model="PairwiseTree()")
+    x = "mfma_f32_16x16x8_xf32"
+    rx, cx = jwmma.pack_a(x, np.ones((16, 8), np.float32)), jwmma.pack_c(x, np.zeros((16, 16), np.float32))
+    for preset, chip in (("cdna1", "MI100"), ("cdna2", "MI200")):
+        with pytest.raises(ValueError, match=f"models {chip}'s f32, f16 and bf16 MFMA; xf32 x xf32 is none"):
+            jwmma.mfma_f32_16x16x8_xf32(rx, rx, cx, model=preset)
 
 
 def test_exact_groups(rng):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F32, ZERO_EXP, decode
+from ..numerics.formats import BF16, F16, F32, ZERO_EXP, decode
 from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
 from . import fused_dots
 from .base import Context, Model, as_column
@@ -375,10 +375,14 @@ class CDNA1(Exact):
         if not ctx.integer and ctx.a == F32 and ctx.b == F32:
             why = Model.check(self, ctx)
             if why is None and self != CDNA1():
-                return (f"{self.describe()}: on f32 operands CDNA1 is MMA-Sim's FMA chain, which has no group and no zero rule; "
-                        f"use CDNA1() (preset cdna1) or FMAChain()")
+                return (f"{self.describe()}: on f32 operands CDNA1 is MMA-Sim's FMA chain, which has no group "
+                        f"and no zero rule; use CDNA1() (preset cdna1) or FMAChain()")
             return why
-        return super().check(ctx)
+        why = super().check(ctx)
+        if why is None and not {ctx.a, ctx.b} <= {F16, BF16}:
+            return (f"{self.describe()} models MI100's f32, f16 and bf16 MFMA; {ctx.a.name} x {ctx.b.name} is none of "
+                    f"them (use Exact(group=...) for exact groups of other formats)")
+        return why
 
     def instruction(self, ctx: Context, a, pos, b, c, select, options):
         """`Exact.instruction`; f32 operands: the FMA chain (class doc)."""

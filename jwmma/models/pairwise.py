@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ..numerics.formats import F32, decode
+from ..numerics.formats import BF16, F16, F32, decode
 from ..numerics.rounding import add_rn, pow2_f64, round_f64, value_f64
 from .base import Context, Model
 from .fields import Bool, Int, declare
@@ -114,7 +114,11 @@ class CDNA2(PairwiseTree):
                 return (f"{self.describe()}: on f32 operands CDNA2 is MMA-Sim's FMA chain, which has none of the "
                         f"tree's fields; use CDNA2() (preset cdna2) or FMAChain()")
             return why
-        return super().check(ctx)
+        why = super().check(ctx)
+        if why is None and not {ctx.a, ctx.b} <= {F16, BF16}:
+            return (f"{self.describe()} models MI200's f32, f16 and bf16 MFMA; {ctx.a.name} x {ctx.b.name} is none of "
+                    f"them (use PairwiseTree(...) for other formats)")
+        return why
 
     def instruction(self, ctx: Context, a, pos, b, c, select, options):
         """`Model.instruction`; f32 operands: the FMA chain (class doc)."""
