@@ -59,6 +59,18 @@ def test_list_arch_and_json(capsys):
     assert r["index_sets"] == [{"set": 0, "bits": [31, 0]}]
 
 
+def test_list_mi100_mi200(capsys):
+    """--arch gfx90a / gfx908 (chips only rows' other targets name): the rows that run there, with
+    the chip's default model; --target alike; an empty selection is an error, not a traceback."""
+    for chip, model, n in (("gfx90a", "cdna2", 6), ("gfx908", "cdna1", 4)):
+        for flag in ("--arch", "--target"):
+            rc, out, _ = run(capsys, "list", flag, chip)
+            rows = [ln for ln in lines_of(out) if ln.startswith("mfma_f32_")]
+            assert rc == 0 and len(rows) == n and all(f" {chip} " in r and f" {model} (" in r for r in rows), out
+    rc, _, err = run(capsys, "list", "--arch", "gfx908", "--target", "gfx942")
+    assert rc != 0 and "no builtin has --arch gfx908" in err
+
+
 # ------------------------------------------------------------------ layout vs the seed pages
 def test_rdna4_f16_a_matches_seed_table(capsys):
     rc, out, _ = run(capsys, "layout", "swmmac_f32_16x16x32_f16_w32", "--operand", "a", "--lane", "0,16")

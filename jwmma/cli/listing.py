@@ -64,12 +64,16 @@ def cmd_list(args) -> int:
     """``jwmma list``: the table as text (legend included) or JSON."""
     specs = [s for s in BUILTINS.values() if args.arch in (None, s.arch)]
     target = getattr(args, "target", None)
+    if not specs and target in (None, args.arch):  # a chip only rows' other targets name (gfx908, gfx90a)
+        specs, target = list(BUILTINS.values()), args.arch
     if target is not None:  # the builtins that run on it, as decoded there
         known = all_targets()
         if target not in known:
             raise CliError(f"--target must be one of {', '.join(known)} (the chips of the table's rows), "
                            f"got {target!r}")
         specs = [lookup(s.name, target) for s in specs if target in s.targets]
+    if not specs:
+        raise CliError(f"no builtin has --arch {args.arch} and runs on --target {target}")
     if args.json:
         print(json.dumps([row(s) for s in specs], indent=2))
         return 0
@@ -105,6 +109,8 @@ def cmd_list(args) -> int:
     print("sets (bits 15:0 / 31:16), 4x8b = four 8-bit sets, 1x32b = one 32-bit set. gfx12 = RDNA4 (wave32),")
     print("gfx950 = CDNA4, gfx942 = CDNA3/MI300 (wave64; these also run on gfx950: target='gfx950' decodes")
     print("their fp8/bf8 as OCP instead of FNUZ; fp8_fnuz/bf8_fnuz = ml_dtypes float8_e4m3fnuz/e5m2fnuz).")
+    print("The f32, f16 and bf16_1k single-block MFMA also run on gfx90a (MI200) and, but for bf16_1k, gfx908")
+    print("(MI100), with their own default models (cdna2, cdna1) and blgp 0..7 on every form: --target.")
     print("mfma_*: dense CDNA MFMA (docs/spec/BUILTINS_DENSE.md): long = 8 packed bytes in a 64-bit")
     print("operand; xf32 = float32 registers the unit reads to 10 mantissa bits (gfx942 only); the f32")
     print("forms take blgp 0..7 (B lane patterns). mfma_scale_*: A and B are v8int holding 32 elements of")
@@ -122,10 +128,12 @@ def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
     p = sub.add_parser("list", help="the 76 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
-    p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()}),
-                   help="only RDNA4 (gfx12), CDNA4 (gfx950) or CDNA3 (gfx942)")
+    p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()} | set(all_targets())),
+                   help="only RDNA4 (gfx12), CDNA4 (gfx950) or CDNA3 (gfx942) rows; gfx90a (CDNA2) and gfx908 "
+                   "(CDNA1): the rows that run there, as --target")
     p.add_argument("--target", metavar="CHIP", default=None,
-                   help="only the builtins that run on this chip, with their element types as decoded "
-                   "there (e.g. gfx950: the CDNA4 SMFMAC and the CDNA3 SMFMAC with OCP fp8/bf8)")
+                   help="only the builtins that run on this chip, with their element types and default "
+                   "models there (e.g. gfx950: the CDNA4 SMFMAC and the CDNA3 SMFMAC with OCP fp8/bf8; "
+                   "gfx90a, gfx908: the MI200/MI100 dense MFMA)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_list)

@@ -53,14 +53,17 @@ def _keywords(spec: BuiltinSpec):
 
 def check_blgp(spec: BuiltinSpec, blgp) -> int:
     """The blgp of a dense MFMA call as a static int: 0..7 where the row swizzles B's lanes
-    (the CDNA3 f32 forms), 0 elsewhere (BUILTINS_DENSE.md 3); builtins without the argument
-    pass 0."""
+    (the f32 forms; every single-block form on gfx908/gfx90a), 0 elsewhere (BUILTINS_DENSE.md
+    3, 9); builtins without the argument pass 0."""
     if spec.blgp == "swizzle":
         return check_static_int(blgp, "blgp", 0, 7)
     if blgp != 0 or isinstance(blgp, bool) or not isinstance(blgp, (int, np.integer)):
         check_static_int(blgp, "blgp", -2**31, 2**31)  # the type first
-        raise ValueError(f"blgp must be 0 for {spec.name} (B lane patterns exist on the CDNA3 f32 MFMA only; "
-                         f"the calculator rejects them here, docs/spec/BUILTINS_DENSE.md 3), got {blgp}")
+        older = [t for t in spec.targets if t in ("gfx908", "gfx90a")]
+        also = f"; on {'/'.join(older)} (target=) it permutes B's lanes" if older else ""
+        raise ValueError(f"blgp must be 0 for {spec.name} on {spec.target or spec.arch} (B lane patterns exist there "
+                         f"on the f32 MFMA only; the calculator rejects them here, docs/spec/BUILTINS_DENSE.md 3"
+                         f"{also}), got {blgp}")
     return 0
 
 

@@ -82,14 +82,16 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
                "the code runs on; cbsz must be 0..3 and abid 0..sets-1."),
     Convention("wmma", (Param("a", "a"), Param("b", "b"), Param("c", "c"))),
-    # dense CDNA MFMA (BUILTINS_DENSE.md 1, 3): single-block forms take cbsz = abid = 0; blgp
-    # swizzles B's lanes on the two f32 forms and must be 0 elsewhere
+    # dense CDNA MFMA (BUILTINS_DENSE.md 1, 3, 9): single-block forms take cbsz = abid = 0; blgp
+    # swizzles B's lanes on the two f32 forms (and on gfx908/gfx90a on all) and must be 0 elsewhere
     Convention("mfma_cdna3", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
                               Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
                (Param("target", "target", "gfx942"),),
                "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
-               "the code runs on; cbsz and abid must be 0 (single-block); blgp 0..7 permutes B's lanes on "
-               "the f32 forms and must be 0 on the others."),
+               "the code runs on, and for the f32, f16 and bf16_1k forms also 'gfx90a' (MI200) and, but for "
+               "bf16_1k, 'gfx908' (MI100), each with its own default arithmetic; cbsz and abid must be 0 "
+               "(single-block); blgp 0..7 permutes B's lanes on the f32 forms, and on every form on "
+               "gfx908/gfx90a, and must be 0 otherwise."),
     Convention("mfma", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
                         Param("abid", "abid", 0), Param("blgp", "blgp", 0)), (),
                "cbsz, abid and blgp must be 0 (no source gives them a meaning on these forms)."),

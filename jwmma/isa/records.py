@@ -92,7 +92,8 @@ class BuiltinSpec:
     record); the fields are:
 
     name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4, 'gfx950'
-    CDNA4, 'gfx942' CDNA3; a CDNA3 row looked up for gfx950 says 'gfx950'), wave (32 or 64),
+    CDNA4, 'gfx942' CDNA3; a CDNA3 row looked up for gfx950, gfx90a (CDNA2) or gfx908 (CDNA1)
+    says that chip), wave (32 or 64),
     m, n, k (k is the DENSE K of the name), a_type / b_type / c_type (`jwmma.isa.types`
     names, as decoded on ``target``), a / b / c (`Operand`), convention (`Convention`),
     index (`IndexRule`), n_sets (index sets), default_model (a preset name),
@@ -100,7 +101,8 @@ class BuiltinSpec:
     (lanes, n, 2) mapping [lane, element] to (row, column) of compressed A (M x K/2; dense
     builtins: M x K), B (K x N) and C/D; dense (no sparsity, no index); target (the chip
     whose decoding this row describes) and targets (every chip the builtin runs on);
-    blgp: 'swizzle' where blgp 0..7 permutes B's lanes (CDNA3 f32 MFMA), '' where it must be
+    blgp: 'swizzle' where blgp 0..7 permutes B's lanes (f32 MFMA; every single-block MFMA on
+    gfx908/gfx90a), '' where it must be
     0 (or the builtin has none); scaled: block-scaled (E8M0 scales per 32 K); fmt_codes: the
     (A, B) format codes of a scaled row (its variants: `jwmma.isa.table.lookup`'s formats=).
     """

@@ -9,7 +9,9 @@ the arithmetic itself is `jwmma.models`. Adding a builtin of a known family is a
 a new family is one `Family` (its layout formulas in `jwmma.isa.layouts`). A builtin that
 runs on several chips with different fp8/bf8 decodings (the CDNA3 SMFMAC on gfx942 and gfx950)
 names its targets and their element types in its row (`targets`); `lookup(name, target)` gives
-the row as decoded on one target. The record types a row is built into (`BuiltinSpec`,
+the row as decoded on one target. Where a chip has other arithmetic or modifiers (the dense
+MFMA on gfx908 and gfx90a), the row names them per target (`per_target`: default model,
+evidence, blgp rule). The record types a row is built into (`BuiltinSpec`,
 `Operand`, `Family`, `IndexRule`) are `jwmma.isa.records`, re-exported here.
 """
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .types import LONG, SHORT, element_type
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
            "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "CDNA3_MFMA", "CDNA4_MFMA", "CDNA4_MFMA_SCALE",
-           "TARGETS", "SCALE_FORMATS", "OPTIONAL"]
+           "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
 
 
 RDNA4_SWMMAC = Family(
@@ -89,10 +91,19 @@ SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
             "mfma_f32_32x32x4bf16_1k, ...) and f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64)")
 
-#: the CDNA3 SMFMAC builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1):
-#: gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP
+_FNUZ = {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}
+#: the CDNA builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1,
+#: BUILTINS_DENSE.md 1.1, 9): gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP; 'cdna' adds
+#: gfx908 (MI100) and gfx90a (MI200), 'cdna2plus' gfx90a only (LLVM's TableGen predicates)
 TARGETS = {
-    "cdna3": (("gfx942", {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}), ("gfx950", {})),
+    "cdna3": (("gfx942", _FNUZ), ("gfx950", {})),
+    "cdna": (("gfx942", _FNUZ), ("gfx950", {}), ("gfx908", {}), ("gfx90a", {})),
+    "cdna2plus": (("gfx942", _FNUZ), ("gfx950", {}), ("gfx90a", {})),
+}
+#: which chips run a `TARGETS` entry's builtins, and by which rule (messages for a wrong target)
+TARGET_RULES = {
+    "cdna": "LLVM selects it on every MFMA chip (HasMAIInsts)",
+    "cdna2plus": "LLVM selects it on gfx90a and later only (isGFX90APlus), not on gfx908",
 }
 
 
@@ -123,6 +134,17 @@ _MFMA_XF32 = ("measured: MMA-Sim's CDNA3 xf32 MFMA (operands cut to xf32, fused 
               "gfx942 only")
 _MFMA_950 = ("[ASSUMED]: MMA-Sim's CDNA3 parameters applied to the gfx950 doubled-K form (no gfx950 "
              "characterisation is published)")
+_MFMA_908 = ("measured: MMA-Sim 2.1.1's CDNA1 algorithm (exact fused groups of 4 f16 products, f32 RNE per group), "
+             "validated on MI100 (gfx908) by its authors")
+_MFMA_90A = ("measured: MMA-Sim 2.1.1's CDNA2 algorithm (f32 products, pairwise tree of 4 in f32 RNE, denormals "
+             "flushed at every step), validated on MI200 (gfx90a) by its authors")
+_MFMA_F32_12 = ("measured: MMA-Sim 2.1.1's CDNA1/CDNA2 f32 MFMA is an f32 FMA chain in K order (MMA_FMA), validated on "
+                "MI100/MI200 by its authors")
+#: the single-block rows on gfx908/gfx90a: their model and evidence, blgp swizzles B's lanes
+_ON_CDNA12 = {"gfx908": dict(model="cdna1", evidence=_MFMA_908, blgp="swizzle"),
+              "gfx90a": dict(model="cdna2", evidence=_MFMA_90A, blgp="swizzle")}
+_ON_CDNA12_F32 = {t: dict(r, evidence=_MFMA_F32_12) for t, r in _ON_CDNA12.items()}
+_ON_CDNA2 = {"gfx90a": _ON_CDNA12["gfx90a"]}
 _MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no clamp operand)"
 _MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
             "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
@@ -167,24 +189,32 @@ def _operand(family: Family, type_name: str, elems: int, long: bool = False) -> 
 #: (name, target, formats) -> the row as decoded on a target other than its default, or with
 #: other format codes (a scaled row's fmt_a/fmt_b)
 _VARIANTS: dict = {}
+#: name -> the rule behind its targets (`TARGET_RULES`), for the message of a wrong target
+_RULES: dict = {}
 
 
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
          sets: int, model: str, evidence: str, targets: str | None = None,
-         register_chain: bool = False, blgp: str = "", long: bool = False) -> BuiltinSpec:
+         register_chain: bool = False, blgp: str = "", long: bool = False,
+         per_target: dict | None = None) -> BuiltinSpec:
     """A table row from its keyword record; operands and layouts follow from the family.
     ``targets`` names an entry of `TARGETS` (the chips it runs on and their element types);
     the first target is the row's, the others are kept for `lookup`. ``register_chain``:
     the FMA chain runs in rocjitsu's register order (`rocjitsu_chain_order`). ``blgp``:
     'swizzle' where blgp permutes B's lanes. ``long``: A and B are 64-bit HIP `long`s.
     A scaled family's row is built for every pair of `SCALE_FORMATS` (the first, fp8 x fp8,
-    is the row; ``a``/``b`` are ignored)."""
+    is the row; ``a``/``b`` are ignored). ``per_target``: target -> the ``model``, ``evidence``
+    and ``blgp`` of the row on that chip, where they differ from the row's (gfx908, gfx90a)."""
     chips = TARGETS[targets] if targets else ((family.arch, {}),)
+    per_target = per_target or {}
+    if not set(per_target) <= {t for t, _ in chips}:
+        raise ValueError(f"{name}: per_target names chips outside its targets")
     kc = k if family.dense else k // 2
     n_a, n_b, n_c = m * kc // family.wave, k * n // family.wave, m * n // family.wave
     pairs = [(fa, fb) for fa in SCALE_FORMATS for fb in SCALE_FORMATS] if family.scaled else [None]
     variants = []
     for target, types in chips:
+        own = per_target.get(target, {})
         for codes in pairs:
             ta, tb = (SCALE_FORMATS[codes[0]], SCALE_FORMATS[codes[1]]) if codes else (types.get(a, a), types.get(b, b))
             bits_a, bits_b = element_type(ta).bits, element_type(tb).bits
@@ -192,14 +222,16 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
                 name=name, family=family.title, arch=target, wave=family.wave, m=m, n=n, k=k,
                 a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a, long), b=_operand(family, tb, n_b, long),
                 c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
-                default_model=model, default_evidence=evidence,
+                default_model=own.get("model", model), default_evidence=own.get("evidence", evidence),
                 a_layout=family.a_layout(m, n_a, bits_a, k), b_layout=family.b_layout(m, n_b, bits_b, k),
                 c_layout=family.c_layout(m), dense=family.dense, target=target,
                 targets=tuple(t for t, _ in chips),
                 chain_order=rocjitsu_chain_order(kc) if register_chain else None,
-                blgp=blgp, scaled=family.scaled, fmt_codes=codes or (),
+                blgp=own.get("blgp", blgp), scaled=family.scaled, fmt_codes=codes or (),
             ))
     spec = variants[0]
+    if targets in TARGET_RULES:
+        _RULES[name] = TARGET_RULES[targets]
     for v in variants[1:]:
         _VARIANTS[(name, v.target, v.fmt_codes)] = v
     # every layout must cover its matrix exactly once
@@ -299,21 +331,25 @@ _ROWS = (
     # CDNA3 dense MFMA (gfx942 FNUZ by default, also gfx950 OCP except xf32; wave64):
     # docs/spec/BUILTINS_DENSE.md 1.1, LLVM's spelling
     _row(_M3, "mfma_f32_32x32x2f32", m=32, n=32, k=2, a="f32", b="f32", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna3", blgp="swizzle"),
+         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12_F32),
     _row(_M3, "mfma_f32_16x16x4f32", m=16, n=16, k=4, a="f32", b="f32", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna3", blgp="swizzle"),
+         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12_F32),
     _row(_M3, "mfma_f32_32x32x4_xf32", m=32, n=32, k=4, a="xf32", b="xf32", c="f32", convention="mfma_cdna3",
          sets=1, model="cdna3", evidence=_MFMA_XF32),
     _row(_M3, "mfma_f32_16x16x8_xf32", m=16, n=16, k=8, a="xf32", b="xf32", c="f32", convention="mfma_cdna3",
          sets=1, model="cdna3", evidence=_MFMA_XF32),
     _row(_M3, "mfma_f32_32x32x8f16", m=32, n=32, k=8, a="f16", b="f16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna",
+         per_target=_ON_CDNA12),
     _row(_M3, "mfma_f32_16x16x16f16", m=16, n=16, k=16, a="f16", b="f16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna",
+         per_target=_ON_CDNA12),
     _row(_M3, "mfma_f32_32x32x8bf16_1k", m=32, n=32, k=8, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus",
+         per_target=_ON_CDNA2),
     _row(_M3, "mfma_f32_16x16x16bf16_1k", m=16, n=16, k=16, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3"),
+         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus",
+         per_target=_ON_CDNA2),
     _row(_M3, "mfma_i32_32x32x16_i8", m=32, n=32, k=16, a="i8", b="i8", c="i32", convention="mfma_cdna3",
          sets=1, model="exact", evidence=_MFMA_I8, targets="cdna3", long=True),
     _row(_M3, "mfma_i32_16x16x32_i8", m=16, n=16, k=32, a="i8", b="i8", c="i32", convention="mfma_cdna3",
@@ -346,7 +382,9 @@ def lookup(name: str, target: str | None = None, formats: tuple | None = None) -
     Args:
         name: the builtin's name, with or without the ``__builtin_amdgcn_`` prefix.
         target: the chip it runs on (None: the row's default, e.g. 'gfx942' for the CDNA3
-            SMFMAC and MFMA, which also run on 'gfx950' with OCP fp8/bf8).
+            SMFMAC and MFMA, which also run on 'gfx950' with OCP fp8/bf8; the f32, f16 and
+            bf16_1k single-block MFMA also on 'gfx90a' and, but for bf16_1k, 'gfx908', each
+            with its own default model and blgp rule).
         formats: a block-scaled builtin's (fmt_a, fmt_b) codes (`SCALE_FORMATS`; None: the
             row's (0, 0), fp8 x fp8); other builtins take None.
     Returns:
@@ -366,7 +404,8 @@ def lookup(name: str, target: str | None = None, formats: tuple | None = None) -
         return spec
     if (spec.name, target, codes) in _VARIANTS:
         return _VARIANTS[(spec.name, target, codes)]
-    raise ValueError(f"target for {spec.name} must be one of {list(spec.targets)}, got {target!r}")
+    rule = f" ({spec.name} runs on {', '.join(spec.targets)}: {_RULES[spec.name]})" if spec.name in _RULES else ""
+    raise ValueError(f"target for {spec.name} must be one of {list(spec.targets)}, got {target!r}{rule}")
 
 
 def _format_codes(formats) -> tuple:

@@ -15,18 +15,20 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import ZERO_EXP, decode
+from ..numerics.formats import BF16, F16, F32, ZERO_EXP, decode
 from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
 from . import fused_dots
 from .base import Context, Model, as_column
-from .grouping import loops
+from .fields import Bool, Int, declare
+from .fma_chain import FMAChain
+from .grouping import loops, over_groups, unroll_for
 from .specials import product_specials as _product_specials
 from .specials import specials_possible, specials_shortcut
 
 #: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
 _DOTS_BLOCK_ELEMS = 2**24
 
-__all__ = ["Exact", "exact_sum_bits", "band_sums_bits", "one_band", "limbs_plus_c"]
+__all__ = ["Exact", "CDNA1", "exact_sum_bits", "band_sums_bits", "one_band", "limbs_plus_c"]
 
 
 def _plan(ctx: Context, k: int):
@@ -189,9 +191,35 @@ def _normalize(limbs, w):
 class Exact(Model):
     """Exact products and sum (C included), one RNE rounding to the destination format.
 
-    An exact zero is +0 unless every product and C are -0 (IEEE sum rule)."""
+    An exact zero is +0 unless every product and C are -0 (IEEE sum rule).
+
+    ``group``: None (default): all the instruction's products are one sum. An int L: the
+    products in consecutive groups of L (K order; a shorter last group), each group's exact
+    sum with the running accumulator rounded once, the result the next group's accumulator
+    (MMA-Sim 2.1.1's ``MMA_E_FDPA(L_max)``, its CDNA1 arithmetic; NUMERICS.md 9.3).
+
+    ``signed_zero``: True (default): an exact zero is -0 when every product and C are -0 (IEEE);
+    False: every exact zero is +0, as a fixed-point sum gives it (MMA-Sim 2.1.1's
+    ``MMA_E_FDPA``: its error-free parts start at +0; CDNA3's fused groups alike)."""
+
+    group: int | None = declare(Int(lo=1, hi=256, optional=True), default=None)
+    signed_zero: bool = declare(Bool(), default=True)
 
     name = "exact"
+
+    def describe(self):
+        fields = [f"{k}={getattr(self, k)!r}" for k, d in (("group", None), ("signed_zero", type(self)().signed_zero))
+                  if getattr(self, k) != d]
+        return f"{type(self).__name__}({', '.join(fields)})"
+
+    def group_of(self, ctx: Context) -> int | None:
+        """The products per group for these formats (None: one group)."""
+        return self.group
+
+    def _grouped(self, ctx: Context, k: int) -> int | None:
+        """The group size when it splits K products, else None."""
+        g = self.group_of(ctx)
+        return g if g is not None and g < k else None
 
     def check(self, ctx: Context):
         why = super().check(ctx)
@@ -216,6 +244,8 @@ class Exact(Model):
         def per_product(specials):
             return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
 
+        if self._grouped(ctx, a.sig.shape[-1]):  # groups carry the accumulator: the per-group sums
+            return specials_shortcut(ctx, a, b, per_product)
         if self.dots_apply(ctx, options, a.sig.shape, b.sig.shape):
             def finite():  # a -0 C is the one case where the sign of each zero product matters
                 neg_zero = jnp.any(c == jnp.int32(-(1 << 31) if ctx.c.bits == 32 else 1 << (ctx.c.bits - 1)))
@@ -238,7 +268,7 @@ class Exact(Model):
         """Static: the products' sum as one float64 matrix product (`one_band`) when the
         options allow (``group_dots``) and the shapes fold into large products."""
         return bool(options.group_dots) and not ctx.integer and fused_dots.foldable(a_shape, b_shape) \
-            and one_band(ctx, a_shape[-1])
+            and one_band(ctx, a_shape[-1]) and not self._grouped(ctx, a_shape[-1])
 
     def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
         """`Model.working_set`; matrix products want large blocks."""
@@ -275,6 +305,14 @@ class Exact(Model):
     def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
         """`Model.accumulate`; ``product_specials=False`` promises that no operand is NaN/Inf
         (C may be)."""
+        k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
+        group = self._grouped(ctx, k)
+        if group:
+            def step(ga, gb, acc):
+                flags = tuple(f.any(-2) for f in _product_specials(ga, gb)) if product_specials else None
+                return self._sum(ga, gb, acc, ctx, flags)
+
+            return over_groups(a, b, c_bits, group, step, unroll_for(options))
         flags = tuple(f.any(-2) for f in _product_specials(a, b)) if product_specials else None
         return self._sum(a, b, c_bits, ctx, flags)
 
@@ -306,6 +344,7 @@ class Exact(Model):
         cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
         bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
         all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf
+        all_neg_zero = all_neg_zero & self.signed_zero
         bits = jnp.where(is_zero, jnp.where(all_neg_zero, 1 << (fc.bits - 1), 0), bits)
         inf_bits = ((1 << fc.ebits) - 1) << fc.mbits
         bits = jnp.where(pinf, inf_bits, bits)
@@ -313,6 +352,53 @@ class Exact(Model):
         bits = jnp.where(any_nan | (pinf & ninf), fc.qnan, bits)
         return bits.astype(jnp.int32)
 
+
+@dataclass(frozen=True)
+class CDNA1(Exact):
+    """MMA-Sim 2.1.1's CDNA1 (MI100, gfx908) MFMA arithmetic (NUMERICS.md 9.3): f16 and bf16
+    products in groups of 4 (f16) / 2 (bf16) consecutive k from C, each group's exact sum with
+    the accumulator rounded once to f32 (``MMA_E_FDPA(L_max)``: `Exact` with ``group``); f32
+    operands an f32 FMA chain in K order (``MMA_FMA``, `FMAChain()`). ``group`` None picks the
+    group from the formats; an int overrides it for 16-bit operands. An exact zero is +0
+    (``signed_zero=False``), as MMA-Sim's. The preset ``"cdna1"`` is ``CDNA1()``."""
+
+    signed_zero: bool = declare(Bool(), default=False)
+
+    name = "cdna1"
+
+    def group_of(self, ctx: Context) -> int | None:
+        if self.group is not None:
+            return self.group
+        return 2 if BF16 in (ctx.a, ctx.b) else 4
+
+    def check(self, ctx: Context):
+        if not ctx.integer and ctx.a == F32 and ctx.b == F32:
+            why = Model.check(self, ctx)
+            if why is None and self != CDNA1():
+                return (f"{self.describe()}: on f32 operands CDNA1 is MMA-Sim's FMA chain, which has no group "
+                        f"and no zero rule; use CDNA1() (preset cdna1) or FMAChain()")
+            return why
+        why = super().check(ctx)
+        if why is None and not {ctx.a, ctx.b} <= {F16, BF16}:
+            return (f"{self.describe()} models MI100's f32, f16 and bf16 MFMA; {ctx.a.name} x {ctx.b.name} is none of "
+                    f"them (use Exact(group=...) for exact groups of other formats)")
+        return why
+
+    def instruction(self, ctx: Context, a, pos, b, c, select, options):
+        """`Exact.instruction`; f32 operands: the FMA chain (class doc)."""
+        if ctx.a == F32:
+            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
+        return super().instruction(ctx, a, pos, b, c, select, options)
+
+    def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
+        """`Exact.accumulate`; f32 operands: the FMA chain (class doc)."""
+        if ctx.a == F32:
+            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
+        return super().accumulate(a, b, c_bits, ctx, options, product_specials)
+
+
+#: MMA-Sim's f32 MFMA on every CDNA generation (``MMA_FMA``): acc <- RN_f32(a*b + acc) in K order
+_F32_CHAIN = FMAChain()
 
 #: the static band/limb geometry, public for the Pallas kernel of this model (jwmma.backends.pallas)
 band_plan = _plan

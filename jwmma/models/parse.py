@@ -8,20 +8,21 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from .exact import Exact
+from .exact import CDNA1, Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3, FusedGroups
 from .fused_dot_add import FusedDotAdd
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import NvidiaTensorCore
+from .pairwise import CDNA2, PairwiseTree
 from .scaled import BlockScaled
 
 __all__ = ["MODEL_CLASSES", "parse_model", "model_label", "split_list"]
 
 #: the model classes a model text may construct
-MODEL_CLASSES = {c.__name__: c for c in (Exact, FMAChain, FusedGroups, CDNA3, Gfx12Dot4, IntegerDot,
-                                               FusedDotAdd, NvidiaTensorCore, BlockScaled)}
+MODEL_CLASSES = {c.__name__: c for c in (Exact, CDNA1, FMAChain, FusedGroups, CDNA3, PairwiseTree, CDNA2, Gfx12Dot4,
+                                               IntegerDot, FusedDotAdd, NvidiaTensorCore, BlockScaled)}
 
 
 def parse_model(text: str):

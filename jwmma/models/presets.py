@@ -7,7 +7,7 @@ one-line description; `ALIASES` are older spellings. `resolve` is what every ent
 from __future__ import annotations
 
 from .base import Context, Model
-from .exact import Exact
+from .exact import CDNA1, Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3
 from .gfx12 import Gfx12Dot4
@@ -15,6 +15,7 @@ from .integer import IntegerDot
 from .nvidia import EVIDENCE as _NV_EVIDENCE
 from .nvidia import TABLE as _NV_TABLE
 from .nvidia import NvidiaTensorCore
+from .pairwise import CDNA2
 from .parse import MODEL_CLASSES, parse_model
 from .scaled import BlockScaled
 
@@ -31,6 +32,10 @@ PRESETS = {
     "cdna3": (CDNA3(), None, "MMA-Sim's bit-accurate CDNA3 algorithm (2.x, PyPI): truncated fused groups of 8/16, f32 RNE per group"),
     "cdna3_c785138": (CDNA3(zero_exponent=-126, renormalize=False), None,
                       "the earlier MMA-Sim CDNA3 algorithm (GitHub c785138) that NUMERICS.md 1.3 transcribes"),
+    "cdna1": (CDNA1(), None, "MMA-Sim 2.1.1's CDNA1 (MI100) algorithm: f16/bf16 in exact groups of 4/2 products, f32 RNE "
+                             "per group; f32 an FMA chain"),
+    "cdna2": (CDNA2(), None, "MMA-Sim 2.1.1's CDNA2 (MI200) algorithm: f16/bf16 products and a pairwise tree of 4 in f32 "
+                             "RNE, denormals flushed at every step; f32 an FMA chain"),
     "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
     **{f"nvidia_{arch}": (NvidiaTensorCore(arch), None, f"NVIDIA {row[0]} tensor core: truncated fused dot-product-add")
        for arch, row in _NV_TABLE.items()},
@@ -48,6 +53,9 @@ EVIDENCE = {
     "fma_chain_k": "earlier jwmma reading of rocjitsu/GoC (kept for continuity)",
     "cdna3": "MMA-Sim 2.x CDNA3 (gfx942) algorithm; its use for gfx950 is assumed (no gfx950 characterisation)",
     "cdna3_c785138": "MMA-Sim GitHub c785138 (superseded by cdna3)",
+    "cdna1": "MMA-Sim 2.1.1 CDNA1 (MMA_E_FDPA, MMA_FMA), validated on MI100 by its authors",
+    "cdna2": ("MMA-Sim 2.1.1 CDNA2 (MMA_FTZ_MUL_ADD, MMA_FMA), validated on MI200 by its authors; PyTorch's note on "
+              "MI200 denormal flushing"),
     "gfx12_dot4": "rocjitsu's gfx1201 captures (dense WMMA)",
     "staged_clamp": "GoC's gfx1201 hardware digests (dense WMMA 384/384 with saturation after each K-half; final-only 240/384), second-hand",
     "cdna4_mx": ("assumed: no gfx950 characterisation is published; scales enter the product exponents as the CDNA4 "

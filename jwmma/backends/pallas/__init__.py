@@ -96,7 +96,11 @@ def _kind(spec) -> str:
 
 
 def family(model) -> str | None:
-    """The kernel family of ``model`` (None: no Pallas kernel)."""
+    """The kernel family of ``model`` (None: no Pallas kernel; `Exact` with other fields than
+    ``Exact()``, CDNA1 among them, has none: the kernel sums all K products at once with the
+    IEEE zero rule)."""
+    if isinstance(model, Exact) and model != Exact():
+        return None
     for cls, name in ((FusedGroups, "fused"), (Gfx12Dot4, "gfx12"), (Exact, "exact"), (FMAChain, "fma_chain"),
                       (IntegerDot, "integer")):
         if isinstance(model, cls):
