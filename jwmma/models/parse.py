@@ -12,6 +12,7 @@ from .exact import Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3, FusedGroups
 from .fused_dot_add import FusedDotAdd
+from .gfx11 import Gfx11Dot2
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import NvidiaTensorCore
@@ -20,7 +21,7 @@ from .scaled import BlockScaled
 __all__ = ["MODEL_CLASSES", "parse_model", "model_label", "split_list"]
 
 #: the model classes a model text may construct
-MODEL_CLASSES = {c.__name__: c for c in (Exact, FMAChain, FusedGroups, CDNA3, Gfx12Dot4, IntegerDot,
+MODEL_CLASSES = {c.__name__: c for c in (Exact, FMAChain, FusedGroups, CDNA3, Gfx11Dot2, Gfx12Dot4, IntegerDot,
                                                FusedDotAdd, NvidiaTensorCore, BlockScaled)}
 
 
