@@ -1,4 +1,4 @@
-"""The 76 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 84 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -286,6 +286,15 @@ wmma_f32_16x16x16_fp8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_fp8_w32_gfx12"
 wmma_f32_16x16x16_fp8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_bf8_w32_gfx12")
 wmma_f32_16x16x16_bf8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_fp8_w32_gfx12")
 wmma_f32_16x16x16_bf8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_bf8_w32_gfx12")
+# RDNA3 dense WMMA (gfx11, wave32 and wave64)
+wmma_f32_16x16x16_f16_w32 = make("wmma_f32_16x16x16_f16_w32")
+wmma_f32_16x16x16_bf16_w32 = make("wmma_f32_16x16x16_bf16_w32")
+wmma_f32_16x16x16_f16_w64 = make("wmma_f32_16x16x16_f16_w64")
+wmma_f32_16x16x16_bf16_w64 = make("wmma_f32_16x16x16_bf16_w64")
+wmma_i32_16x16x16_iu8_w32 = make("wmma_i32_16x16x16_iu8_w32")
+wmma_i32_16x16x16_iu4_w32 = make("wmma_i32_16x16x16_iu4_w32")
+wmma_i32_16x16x16_iu8_w64 = make("wmma_i32_16x16x16_iu8_w64")
+wmma_i32_16x16x16_iu4_w64 = make("wmma_i32_16x16x16_iu4_w64")
 # CDNA3 dense MFMA (gfx942; gfx950 with target='gfx950', except xf32)
 mfma_f32_32x32x2f32 = make("mfma_f32_32x32x2f32")
 mfma_f32_16x16x4f32 = make("mfma_f32_16x16x4f32")
