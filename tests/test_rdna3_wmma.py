@@ -223,3 +223,22 @@ def test_gfx11_dot2_refuses_other_formats():
     with pytest.raises(ValueError, match=r"Gfx11Dot2\(\) multiplies f16 x f16 or bf16 x bf16"):
         jwmma.gemm(np.zeros((16, 16), ml_dtypes.float8_e4m3fn), np.zeros((16, 16), ml_dtypes.float8_e4m3fn),
                    np.zeros((16, 16), np.float32), builtin="wmma_f32_16x16x16_fp8_fp8_w32_gfx12", model="gfx11_dot2")
+
+
+# ------------------------------------------------------------------------ downstream
+def test_listing_targets_and_layout_command(capsys):
+    from jwmma.cli import main
+    assert main(["list", "--arch", "gfx1100", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted(r["name"] for r in rows) == sorted(ROWS)
+    assert main(["list", "--target", "gfx1151"]) == 0
+    out = capsys.readouterr().out
+    assert all(n in out for n in ROWS)
+    spec = jwmma.isa.table.lookup("wmma_i32_16x16x16_iu8_w64", "gfx1151")
+    assert spec.arch == "gfx1151" and spec.targets == ("gfx1100", "gfx1151")
+    assert main(["layout", "wmma_f32_16x16x16_f16_w64", "--element", "3,5"]) == 0
+    out = capsys.readouterr().out
+    assert [f"lane {L:2d}  elem  5  v[2] bits [31:16]   -> A[3][5]" in out for L in (3, 19, 35, 51)] == [True] * 4
+    assert main(["layout", "wmma_f32_16x16x16_bf16_w32", "-o", "c", "--lane", "17"]) == 0
+    out = capsys.readouterr().out
+    assert "lane 17  elem  1  v[1] bits [31:0]    -> C[3][1]" in out

@@ -94,8 +94,8 @@ class BuiltinSpec:
     """One builtin (API.md section 2), a row of `jwmma.isa.table` (built there from its keyword
     record); the fields are:
 
-    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4, 'gfx11'
-    RDNA3, 'gfx950' CDNA4, 'gfx942' CDNA3; a CDNA3 row looked up for gfx950 says 'gfx950'), wave (32 or 64),
+    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4, 'gfx1100'
+    RDNA3 (a row looked up for gfx1151 says 'gfx1151'), 'gfx950' CDNA4, 'gfx942' CDNA3; a CDNA3 row looked up for gfx950 says 'gfx950'), wave (32 or 64),
     m, n, k (k is the DENSE K of the name), a_type / b_type / c_type (`jwmma.isa.types`
     names, as decoded on ``target``), a / b / c (`Operand`), convention (`Convention`),
     index (`IndexRule`), n_sets (index sets), default_model (a preset name),

@@ -101,6 +101,9 @@ OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4
 #: gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP
 TARGETS = {
     "cdna3": (("gfx942", {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}), ("gfx950", {})),
+    # RDNA3 WMMA: gfx1100 (Radeon 7900, where rocjitsu's captures come from) and gfx1151 (Strix
+    # Halo, RDNA3.5): the same layouts and, [ASSUMED] there, the same arithmetic
+    "rdna3": (("gfx1100", {}), ("gfx1151", {})),
 }
 
 
@@ -132,9 +135,9 @@ _MFMA_XF32 = ("measured: MMA-Sim's CDNA3 xf32 MFMA (operands cut to xf32, fused 
 _MFMA_950 = ("[ASSUMED]: MMA-Sim's CDNA3 parameters applied to the gfx950 doubled-K form (no gfx950 "
              "characterisation is published)")
 _MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no clamp operand)"
-_GFX11_F32 = ("[ASSUMED] rocjitsu's gfx11 DOT2 chain (8 steps of 2 products, sign-frame truncation), measured on "
-              "gfx1100 by rocjitsu's W7900 captures (all 103 DOT2 cases and the 256-output WMMA matrix); gfx1151 "
-              "(RDNA3.5) silicon is reported to differ (ROCm/rocm-systems issue 12056, open)")
+_GFX11_F32 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain (8 steps of 2 products, sign-frame truncation) "
+              "reproduces its W7900 captures (all 103 DOT2 cases and the 256-output WMMA matrix); [ASSUMED] on "
+              "gfx1151 (RDNA3.5), whose silicon is reported to differ (ROCm/rocm-systems issue 12056, open)")
 _GFX11_INT = "exact dot, i32 result wraps; clamp saturates once at the end (rocjitsu's gfx11 model)"
 _MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
             "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
@@ -312,10 +315,10 @@ _ROWS = (
       for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
     # RDNA3 dense WMMA (gfx1100/1151, wave32 and wave64): BUILTINS_MORE.md 5.1
     *(_row(fam, f"wmma_f32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="f32", convention="wmma",
-           sets=1, model="gfx11_dot2", evidence=_GFX11_F32)
+           sets=1, model="gfx11_dot2", evidence=_GFX11_F32, targets="rdna3")
       for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("f16", "bf16")),
     *(_row(fam, f"wmma_i32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="i32",
-           convention="wmma_iu_gfx11", sets=1, model="exact", evidence=_GFX11_INT)
+           convention="wmma_iu_gfx11", sets=1, model="exact", evidence=_GFX11_INT, targets="rdna3")
       for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("iu8", "iu4")),
     # CDNA3 dense MFMA (gfx942 FNUZ by default, also gfx950 OCP except xf32; wave64):
     # docs/spec/BUILTINS_DENSE.md 1.1, LLVM's spelling
