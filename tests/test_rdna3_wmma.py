@@ -67,6 +67,14 @@ def test_replicated_inputs_are_read_from_lanes_0_to_15():
     junk_a[16:], junk_b[16:] = np.float16(7), np.float16(-3)
     assert np.array_equal(np.asarray(jwmma.wmma_f32_16x16x16_f16_w64(junk_a, junk_b, c)), np.asarray(d))
     assert np.array_equal(np.asarray(jwmma.unpack_a(name, junk_a)), a)
+    with pytest.raises(ValueError, match=r"wmma_f32_16x16x16_f16_w64: check=True: a lane 16 element 0 differs from "
+                                         r"lane 0 \(\d+ element\(s\) of other copies differ\)"):
+        jwmma.wmma_f32_16x16x16_f16_w64(junk_a, junk_b, c, check=True)
+    jwmma.wmma_f32_16x16x16_f16_w64(ra, rb, c, check=True)  # equal copies pass
+    with pytest.raises(ValueError, match=r"check=True: b lane 35 element 2 differs from lane 3"):
+        bad_b = rb.copy()
+        bad_b[35, 2] = -bad_b[3, 2] if bad_b[3, 2] != 0 else np.float16(1)
+        jwmma.wmma_f32_16x16x16_f16_w64(ra, bad_b, c, check=True)
     exact = jwmma.wmma_f32_16x16x16_f16_w64(junk_a, junk_b, c, model="exact")
     assert np.array_equal(np.asarray(jwmma.unpack_c(name, exact)), a.astype(np.float32) @ b.astype(np.float32))
 

@@ -148,6 +148,12 @@ class BuiltinSpec:
         return self.k if self.dense else self.k // 2
 
     @property
+    def copies(self) -> int:
+        """How many copies of A (and of B) the registers hold: wave/16 for RDNA3 WMMA, whose
+        every 16-lane group holds the whole matrix (the first copy, lanes 0-15, is read), else 1."""
+        return max(1, self.lanes * self.a.elems // (self.m * self.kc))
+
+    @property
     def integer(self) -> bool:
         """True for builtins with an i32 accumulator."""
         return self.c_type == "i32"
