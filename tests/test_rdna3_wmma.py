@@ -250,3 +250,13 @@ def test_listing_targets_and_layout_command(capsys):
     assert main(["layout", "wmma_f32_16x16x16_bf16_w32", "-o", "c", "--lane", "17"]) == 0
     out = capsys.readouterr().out
     assert "lane 17  elem  1  v[1] bits [31:0]    -> C[3][1]" in out
+
+
+def test_the_16_bit_output_rows_are_named_as_not_emulated():
+    """wmma_f16/bf16_16x16x16_*_w32/_w64 (opsel, _tied): not rows yet, and `jwmma list` says so."""
+    from jwmma.isa.table import OPTIONAL
+    for name in ("wmma_f16_16x16x16_f16_w32", "wmma_bf16_16x16x16_bf16_w64"):
+        assert name not in jwmma.BUILTINS and name.rsplit("_", 1)[0] in OPTIONAL
+        with pytest.raises(ValueError, match=rf"unknown builtin '{name}'"):
+            jwmma.isa.table.lookup(name)
+    assert "_tied forms" in OPTIONAL

@@ -95,7 +95,9 @@ SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
 OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
-            "mfma_f32_32x32x4bf16_1k, ...) and f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64)")
+            "mfma_f32_32x32x4bf16_1k, ...), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
+            "16-bit-output WMMA with opsel (wmma_f16_16x16x16_f16_w32/_w64, wmma_bf16_16x16x16_bf16_w32/_w64 and "
+            "their _tied forms)")
 
 #: the CDNA3 SMFMAC builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1):
 #: gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP
