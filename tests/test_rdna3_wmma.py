@@ -112,10 +112,22 @@ def test_wmma_capture_through_the_builtin(name):
     assert (exact != want).sum() == 105
 
 
-def test_wmma_capture_through_gemm():
+@pytest.mark.parametrize("path", ["matrix", "registers"])
+def test_wmma_capture_through_gemm(path):
+    """The capture through gemm on both paths (the register path packs every copy and reads
+    lanes 0-15), and a K = 48 chain of three such steps against the oracle."""
     a, b, c, want = _wmma_matrix()
-    d = jwmma.gemm(a.astype(np.float16), b.astype(np.float16), c, builtin="wmma_f32_16x16x16_f16_w32")
+    d = jwmma.gemm(a.astype(np.float16), b.astype(np.float16), c, builtin="wmma_f32_16x16x16_f16_w64", path=path)
     assert np.array_equal(np.asarray(d).view(np.uint32), want)
+    rng = np.random.default_rng(5)
+    a3, b3 = _codes(rng, "bf16", (16, 48)), _codes(rng, "bf16", (48, 16))
+    c3 = _c_codes(rng, (16, 16))
+    d = jwmma.gemm(a3.view(DT["bf16"]), b3.view(DT["bf16"]), c3.view(np.float32),
+                   builtin="wmma_f32_16x16x16_bf16_w32", path=path)
+    acc = c3
+    for s in range(3):
+        acc = ref_gfx11.wmma(a3[:, 16 * s:16 * s + 16], b3[16 * s:16 * s + 16], acc, "bf16")
+    assert np.asarray(d).view(np.uint32).tolist() == acc
 
 
 # ------------------------------------------------------------------------ adversarial data
