@@ -73,6 +73,14 @@ from .engine.builtins import (
     wmma_f32_16x16x16_fp8_bf8_w32_gfx12,
     wmma_f32_16x16x16_bf8_fp8_w32_gfx12,
     wmma_f32_16x16x16_bf8_bf8_w32_gfx12,
+    wmma_f32_16x16x16_f16_w32,
+    wmma_f32_16x16x16_bf16_w32,
+    wmma_f32_16x16x16_f16_w64,
+    wmma_f32_16x16x16_bf16_w64,
+    wmma_i32_16x16x16_iu8_w32,
+    wmma_i32_16x16x16_iu4_w32,
+    wmma_i32_16x16x16_iu8_w64,
+    wmma_i32_16x16x16_iu4_w64,
     mfma_f32_32x32x2f32,
     mfma_f32_16x16x4f32,
     mfma_f32_32x32x4_xf32,
@@ -114,7 +122,7 @@ from .tiled import gemm
 from .quant import Unit, dot_general, einsum, matmul
 from .version import __version__
 
-#: the 76 builtin functions, in table order
+#: the 84 builtin functions, in table order
 BUILTIN_FUNCTIONS = (
     "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
     "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
@@ -134,6 +142,8 @@ BUILTIN_FUNCTIONS = (
     "wmma_i32_16x16x32_iu4_w32_gfx12", "wmma_f32_16x16x16_fp8_fp8_w32_gfx12",
     "wmma_f32_16x16x16_fp8_bf8_w32_gfx12", "wmma_f32_16x16x16_bf8_fp8_w32_gfx12",
     "wmma_f32_16x16x16_bf8_bf8_w32_gfx12",
+    "wmma_f32_16x16x16_f16_w32", "wmma_f32_16x16x16_bf16_w32", "wmma_f32_16x16x16_f16_w64", "wmma_f32_16x16x16_bf16_w64",
+    "wmma_i32_16x16x16_iu8_w32", "wmma_i32_16x16x16_iu4_w32", "wmma_i32_16x16x16_iu8_w64", "wmma_i32_16x16x16_iu4_w64",
     "mfma_f32_32x32x2f32", "mfma_f32_16x16x4f32", "mfma_f32_32x32x4_xf32", "mfma_f32_16x16x8_xf32",
     "mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16", "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k",
     "mfma_i32_32x32x16_i8", "mfma_i32_16x16x32_i8", "mfma_f32_32x32x16_fp8_fp8", "mfma_f32_32x32x16_fp8_bf8",

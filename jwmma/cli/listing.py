@@ -107,6 +107,8 @@ def cmd_list(args) -> int:
     print("wmma_*: dense, no index). Vectors are the HIP register types of A, B, C with their VGPRs per")
     print("lane; 8/4-bit data are packed 4/8 per int, f16/bf16 2 per VGPR. index: 2x16b = two 16-bit index")
     print("sets (bits 15:0 / 31:16), 4x8b = four 8-bit sets, 1x32b = one 32-bit set. gfx12 = RDNA4 (wave32),")
+    print("gfx1100 = RDNA3 (also gfx1151; _w32 and _w64 forms; A and B whole in every 16-lane group, read")
+    print("from lanes 0-15),")
     print("gfx950 = CDNA4, gfx942 = CDNA3/MI300 (wave64; these also run on gfx950: target='gfx950' decodes")
     print("their fp8/bf8 as OCP instead of FNUZ; fp8_fnuz/bf8_fnuz = ml_dtypes float8_e4m3fnuz/e5m2fnuz).")
     print("The f32, f16 and bf16_1k single-block MFMA also run on gfx90a (MI200) and, but for bf16_1k, gfx908")
@@ -126,11 +128,11 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 76 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 84 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()} | set(all_targets())),
-                   help="only RDNA4 (gfx12), CDNA4 (gfx950) or CDNA3 (gfx942) rows; gfx90a (CDNA2) and gfx908 "
-                   "(CDNA1): the rows that run there, as --target")
+                   help="only RDNA4 (gfx12), RDNA3 (gfx1100; --target gfx1151 for Strix Halo), CDNA4 (gfx950) or "
+                   "CDNA3 (gfx942) rows; gfx90a (CDNA2) and gfx908 (CDNA1): the rows that run there, as --target")
     p.add_argument("--target", metavar="CHIP", default=None,
                    help="only the builtins that run on this chip, with their element types and default "
                    "models there (e.g. gfx950: the CDNA4 SMFMAC and the CDNA3 SMFMAC with OCP fp8/bf8; "

@@ -1,4 +1,4 @@
-"""The 76 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 84 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -28,7 +28,8 @@ from .index import check_blgp, index_offset, report_violations
 from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
 from .step import context, step
-from .validation import as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int
+from .validation import (as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
+                         fail_if)
 
 __all__ = ["call", "make", "run_call", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
 
@@ -111,7 +112,8 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     Args:
         spec: the builtin; a, b, c: registers; idx: the index registers (None for a dense
         builtin); s: the index set's bit offset; a_signed, b_signed, clamp: static integer modifiers; model: a model name,
-        text or object (None: the row's default); check: report undefined index pairs;
+        text or object (None: the row's default); check: report undefined index pairs (RDNA3
+        WMMA: copies of A/B that differ from lanes 0-15);
         options, backend: execution options (`jwmma.Options`); blgp: the CDNA3 f32 MFMA's B
         lane pattern (checked); scales: a block-scaled builtin's (scale_a, scale_b) registers
         (*batch, lanes) int32, None for no scaling (every byte 127, factor 1); opsel: their
@@ -139,6 +141,9 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     batch = batch_shape((a, 2), (b, 2), (c, 2), (idx, 1), (scales[0], 1), (scales[1], 1))
     if check:
         report_violations(spec, jnp.broadcast_to(jnp.asarray(idx), batch + idx.shape[-1:]), s)
+        if spec.copies > 1:
+            for what, regs in (("a", a), ("b", b)):
+                _report_copies(spec, what, regs)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(batch + c.shape[-2:], c.dtype)
     opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.m * spec.kc * spec.n, m,
@@ -146,6 +151,23 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
                         clamp=clamp, blgp=blgp, opsel=opsel)
+
+
+def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
+    """check=True on a replicated builtin (RDNA3 WMMA): raise ValueError where a copy of A or B
+    beyond lanes 0-15 differs in its bits from the copy the emulator reads (BUILTINS_MORE.md
+    5.2); at run time (a host callback) for traced registers."""
+    words = fragments.register_words(jnp.asarray(regs))
+    first = words[..., :16, :]
+    bad = jnp.stack([words[..., 16 * g:16 * g + 16, :] != first for g in range(1, spec.copies)], -3)
+
+    def describe(count, at):
+        g, lane, e = (int(v) for v in at[-3:])
+        return (f"{spec.name}: check=True: {what} lane {16 * (g + 1) + lane} element {e} differs from lane {lane} "
+                f"({count} element(s) of other copies differ); every 16-lane group must hold the same {what.upper()}: "
+                f"the emulator reads lanes 0-15, hardware documents the copies as equal")
+
+    fail_if(bad, describe)
 
 
 def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
@@ -205,7 +227,8 @@ def _doc(spec: BuiltinSpec) -> str:
         "Args: the HIP arguments in HIP order (registers (*batch, lanes, n), the index register "
         "(*batch, lanes) int32, compile-time modifiers as Python bools/ints); model: a preset "
         "name, a model text such as 'CDNA3(group=16)' or a jwmma.models object (default: the "
-        "row's); check: raise ValueError for index pairs the hardware leaves undefined; "
+        "row's); check: raise ValueError for index pairs the hardware leaves undefined (RDNA3 WMMA: for "
+        "copies of A or B that differ from the one in lanes 0-15, which the emulator reads); "
         "options / backend: execution choices (jwmma.Options), never bits.\n"
         "Returns: D registers with C's shape (batch dims broadcast) and dtype."
     )
@@ -286,6 +309,15 @@ wmma_f32_16x16x16_fp8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_fp8_w32_gfx12"
 wmma_f32_16x16x16_fp8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_fp8_bf8_w32_gfx12")
 wmma_f32_16x16x16_bf8_fp8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_fp8_w32_gfx12")
 wmma_f32_16x16x16_bf8_bf8_w32_gfx12 = make("wmma_f32_16x16x16_bf8_bf8_w32_gfx12")
+# RDNA3 dense WMMA (gfx11, wave32 and wave64)
+wmma_f32_16x16x16_f16_w32 = make("wmma_f32_16x16x16_f16_w32")
+wmma_f32_16x16x16_bf16_w32 = make("wmma_f32_16x16x16_bf16_w32")
+wmma_f32_16x16x16_f16_w64 = make("wmma_f32_16x16x16_f16_w64")
+wmma_f32_16x16x16_bf16_w64 = make("wmma_f32_16x16x16_bf16_w64")
+wmma_i32_16x16x16_iu8_w32 = make("wmma_i32_16x16x16_iu8_w32")
+wmma_i32_16x16x16_iu4_w32 = make("wmma_i32_16x16x16_iu4_w32")
+wmma_i32_16x16x16_iu8_w64 = make("wmma_i32_16x16x16_iu8_w64")
+wmma_i32_16x16x16_iu4_w64 = make("wmma_i32_16x16x16_iu4_w64")
 # CDNA3 dense MFMA (gfx942; gfx950 with target='gfx950', except xf32)
 mfma_f32_32x32x2f32 = make("mfma_f32_32x32x2f32")
 mfma_f32_16x16x4f32 = make("mfma_f32_16x16x4f32")

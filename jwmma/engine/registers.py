@@ -159,9 +159,12 @@ def permute(flat, perm: np.ndarray):
 
 
 def lanes_to_matrix(layout: np.ndarray, shape, lane_vals) -> jnp.ndarray:
-    """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout``."""
+    """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout`` (a replicated
+    layout's first copy: RDNA3 WMMA A/B are read from lanes 0-15)."""
     inv = layouts.inverse(layout, shape)
     flat = lane_vals.reshape(*lane_vals.shape[:-2], lane_vals.shape[-2] * lane_vals.shape[-1])
+    if flat.shape[-1] > inv.size and inv.max() < inv.size:  # the first copy fills the first lanes
+        flat = flat[..., : inv.size]
     return permute(flat, inv.reshape(-1)).reshape(*lane_vals.shape[:-2], *shape)
 
 

@@ -108,6 +108,11 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                            Param("b", "b"), Param("c", "c"), Param("clamp", "clamp")), (),
                "a_sign/b_sign true = signed operand; clamp saturates the i32 result (default model: after "
                "each K-half, as gfx1201 does), otherwise it wraps."),
+    # RDNA3 (gfx11) integer WMMA: LLVM's prototype is RDNA4's; clamp saturates once at the end
+    Convention("wmma_iu_gfx11", (Param("a_sign", "a_signed"), Param("a", "a"), Param("b_sign", "b_signed"),
+                                 Param("b", "b"), Param("c", "c"), Param("clamp", "clamp")), (),
+               "a_sign/b_sign true = signed operand (the instruction's NEG[0]/NEG[1]); clamp saturates the "
+               "i32 result once, after the whole K sum, otherwise it wraps."),
 )})
 
 #: keyword-only arguments every builtin function takes besides its convention's

@@ -1,19 +1,23 @@
 """Register layouts: which matrix element each (lane, vector element) holds.
 
 Built once with numpy from the formulas of BUILTINS.md sections 2.2 (RDNA4) and 4.2
-(CDNA4), and BUILTINS_MORE.md 1.2 (CDNA3 SMFMAC) and 2.2 (RDNA4 dense WMMA). Every array has
-shape (lanes, n, 2):
+(CDNA4), BUILTINS_MORE.md 1.2 (CDNA3 SMFMAC), 2.2 (RDNA4 dense WMMA) and 5.2 (RDNA3 WMMA).
+Every array has shape (lanes, n, 2):
   A: [lane, e] -> (row i, compressed column c)   (c // 2 is the dense group q; k = 4q + pos;
      dense WMMA: (row i, dense k))
   B: [lane, f] -> (dense k, column j)
   C: [lane, t] -> (row i, column j)
+A layout covers its matrix exactly once, except RDNA3 WMMA's A and B, which every lane group of
+16 lanes holds whole (2 copies in wave32, 4 in wave64): `inverse` then gives the first copy
+(lanes 0-15), the one the emulator reads.
 """
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "rdna4_dense_b", "cdna4_a", "cdna4_b", "cdna4_c", "cdna3_b",
-           "cdna4_scaled_a", "cdna4_scaled_b", "scale_lanes", "BLGP_LANES", "inverse"]
+           "cdna4_scaled_a", "cdna4_scaled_b", "scale_lanes", "BLGP_LANES", "rdna3_a", "rdna3_b", "rdna3_c",
+           "inverse"]
 
 
 def _grid(lanes: int, n: int):
@@ -61,6 +65,28 @@ def rdna4_dense_b(n_b: int, elem_bits: int) -> np.ndarray:
     16-bit k = 8*(f//4) + 4*h + f%4, 8/4-bit k = n_b*h + f. (Dense WMMA A is `rdna4_a` of
     a 16 x K matrix: SWMMAC's compressed A layout is the dense one of half K, 2.3.)"""
     return rdna4_a(n_b, elem_bits)[..., ::-1].copy()
+
+
+# ------------------------------------------------------------------ RDNA3 (gfx11, wave32 and wave64)
+def rdna3_a(wave: int, k: int) -> np.ndarray:
+    """RDNA3 WMMA A (BUILTINS_MORE.md 5.2): element e of lane L is A[L % 16][e] (16-bit: VGPR
+    e//2, half e%2; iu8: byte e of the 4 VGPRs; iu4: nibble e). Every lane group of 16 lanes
+    holds the whole matrix: wave/16 copies."""
+    lane, e = _grid(wave, k)
+    return _stack(lane % 16, e)
+
+
+def rdna3_b(wave: int, k: int) -> np.ndarray:
+    """RDNA3 WMMA B: element e of lane L is B[e][L % 16], replicated as A is."""
+    return rdna3_a(wave, k)[..., ::-1].copy()
+
+
+def rdna3_c(wave: int) -> np.ndarray:
+    """RDNA3 WMMA 32-bit C/D: element t (VGPR t) of lane L is (g*t + L // 16, L % 16) with
+    g = wave/16 lane groups: rows interleave across the lane groups."""
+    g = wave // 16
+    lane, t = _grid(wave, 16 // g)
+    return _stack(g * t + lane // 16, lane % 16)
 
 
 # ------------------------------------------------------------------ CDNA4 (gfx950, wave64)
@@ -126,16 +152,21 @@ def cdna4_c(m: int) -> np.ndarray:
 
 
 def inverse(layout: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Flat (lane * n + e) position of every matrix element, shape ``shape``.
+    """Flat (lane * n + e) position of every matrix element, shape ``shape``: for a
+    replicated layout (lanes * n = copies * size, RDNA3 WMMA A/B) the lowest, i.e. the copy
+    in the first lanes.
 
-    Raises if the layout does not cover the matrix exactly once (a table error)."""
+    Raises if the layout does not cover the matrix exactly once, or exactly ``copies`` times
+    (a table error)."""
     lanes, n, _ = layout.shape
-    inv = np.full(shape, -1, np.int64)
-    flat = np.arange(lanes * n).reshape(lanes, n)
+    size = shape[0] * shape[1]
+    copies, rest = divmod(lanes * n, size)
     rows, cols = layout[..., 0], layout[..., 1]
     if (rows < 0).any() or (rows >= shape[0]).any() or (cols < 0).any() or (cols >= shape[1]).any():
         raise AssertionError("layout out of range")
-    inv[rows, cols] = flat
-    if (inv < 0).any() or len(np.unique(inv)) != inv.size:
-        raise AssertionError("layout does not cover the matrix exactly once")
-    return inv.astype(np.int32)
+    cell = (rows.astype(np.int64) * shape[1] + cols).reshape(-1)
+    if rest or copies < 1 or (np.bincount(cell, minlength=size) != copies).any():
+        raise AssertionError("layout does not cover the matrix exactly once (or once per copy)")
+    inv = np.full(size, lanes * n, np.int64)
+    np.minimum.at(inv, cell, np.arange(lanes * n))
+    return inv.reshape(shape).astype(np.int32)

@@ -71,7 +71,9 @@ class Family:
     ``dense``: True for builtins without sparsity (A is the whole M x K matrix, no index),
     ``scaled``: True for block-scaled builtins (E8M0 scales per 32 K, formats chosen per call),
     ``modifiers``: how a dense MFMA reads cbsz/abid/blgp ('mfma': all must be 0 except blgp on
-    a row that declares a swizzle; '' for families without them)."""
+    a row that declares a swizzle; '' for families without them),
+    ``replicated``: True where every lane group of 16 lanes holds the whole A and B (RDNA3
+    WMMA: each lane a whole row of A and column of B; the emulator reads lanes 0-15)."""
 
     title: str
     arch: str
@@ -84,6 +86,7 @@ class Family:
     dense: bool = False
     scaled: bool = False
     modifiers: str = ""
+    replicated: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,9 +94,9 @@ class BuiltinSpec:
     """One builtin (API.md section 2), a row of `jwmma.isa.table` (built there from its keyword
     record); the fields are:
 
-    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4, 'gfx950'
-    CDNA4, 'gfx942' CDNA3; a CDNA3 row looked up for gfx950, gfx90a (CDNA2) or gfx908 (CDNA1)
-    says that chip), wave (32 or 64),
+    name (without ``__builtin_amdgcn_``), family (its title), arch ('gfx12' RDNA4, 'gfx1100'
+    RDNA3 (a row looked up for gfx1151 says 'gfx1151'), 'gfx950' CDNA4, 'gfx942' CDNA3; a CDNA3 row
+    looked up for gfx950, gfx90a (CDNA2) or gfx908 (CDNA1) says that chip), wave (32 or 64),
     m, n, k (k is the DENSE K of the name), a_type / b_type / c_type (`jwmma.isa.types`
     names, as decoded on ``target``), a / b / c (`Operand`), convention (`Convention`),
     index (`IndexRule`), n_sets (index sets), default_model (a preset name),
@@ -145,6 +148,12 @@ class BuiltinSpec:
     def kc(self) -> int:
         """Compressed K: stored A values per row (dense builtins: K)."""
         return self.k if self.dense else self.k // 2
+
+    @property
+    def copies(self) -> int:
+        """How many copies of A (and of B) the registers hold: wave/16 for RDNA3 WMMA, whose
+        every 16-lane group holds the whole matrix (the first copy, lanes 0-15, is read), else 1."""
+        return max(1, self.lanes * self.a.elems // (self.m * self.kc))
 
     @property
     def integer(self) -> bool:

@@ -1,5 +1,5 @@
 """The instruction table: one keyword record per builtin (BUILTINS.md sections 2 and 4;
-BUILTINS_MORE.md sections 1 and 2 for the CDNA3 SMFMAC and the RDNA4 dense WMMA).
+BUILTINS_MORE.md sections 1, 2 and 5 for the CDNA3 SMFMAC, the RDNA4 and the RDNA3 dense WMMA).
 
 A row is a builtin's whole description: its family (architecture, wave size, layout formulas,
 how the index register is read), shapes, element types, the HIP calling convention, how many
@@ -27,8 +27,8 @@ from .records import BuiltinSpec, Family, IndexRule, Operand
 from .types import LONG, SHORT, element_type
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
-           "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "CDNA3_MFMA", "CDNA4_MFMA", "CDNA4_MFMA_SCALE",
-           "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
+           "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "RDNA3_WMMA", "RDNA3_WMMA_W64", "CDNA3_MFMA",
+           "CDNA4_MFMA", "CDNA4_MFMA_SCALE", "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
 
 
 RDNA4_SWMMAC = Family(
@@ -61,6 +61,14 @@ RDNA4_WMMA = Family(
 )
 
 _NO_INDEX = IndexRule("none", "none")
+RDNA3_WMMA, RDNA3_WMMA_W64 = (  # BUILTINS_MORE.md 5.2: A/B whole in every 16-lane group
+    Family(f"RDNA3 WMMA{title}", "gfx11", w, _NO_INDEX,
+           a_layout=lambda m, n_a, bits, k, w=w: layouts.rdna3_a(w, k),
+           b_layout=lambda m, n_b, bits, k, w=w: layouts.rdna3_b(w, k),
+           c_layout=lambda m, w=w: layouts.rdna3_c(w),
+           bf16_storage=SHORT,  # LLVM's gfx11 bf16 builtins take `short` bit patterns (v16s)
+           dense=True, replicated=True)
+    for w, title in ((32, ""), (64, " wave64")))
 CDNA3_MFMA = Family(  # docs/spec/BUILTINS_DENSE.md 1.1, 2 (the calculator's every entry)
     "CDNA3 MFMA", "gfx942", 64, _NO_INDEX,
     a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),  # (L % M, nk*(L//M) + e)
@@ -89,7 +97,9 @@ SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
 OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
-            "mfma_f32_32x32x4bf16_1k, ...) and f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64)")
+            "mfma_f32_32x32x4bf16_1k, ...), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
+            "16-bit-output WMMA with opsel (wmma_f16_16x16x16_f16_w32/_w64, wmma_bf16_16x16x16_bf16_w32/_w64 and "
+            "their _tied forms)")
 
 _FNUZ = {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}
 #: the CDNA builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1,
@@ -99,6 +109,9 @@ TARGETS = {
     "cdna3": (("gfx942", _FNUZ), ("gfx950", {})),
     "cdna": (("gfx942", _FNUZ), ("gfx950", {}), ("gfx908", {}), ("gfx90a", {})),
     "cdna2plus": (("gfx942", _FNUZ), ("gfx950", {}), ("gfx90a", {})),
+    # RDNA3 WMMA: gfx1100 (Radeon 7900, where rocjitsu's captures come from) and gfx1151 (Strix
+    # Halo, RDNA3.5): the same layouts and, [ASSUMED] there, the same arithmetic
+    "rdna3": (("gfx1100", {}), ("gfx1151", {})),
 }
 #: which chips run a `TARGETS` entry's builtins, and by which rule (messages for a wrong target)
 TARGET_RULES = {
@@ -146,6 +159,10 @@ _ON_CDNA12 = {"gfx908": dict(model="cdna1", evidence=_MFMA_908, blgp="swizzle"),
 _ON_CDNA12_F32 = {t: dict(r, evidence=_MFMA_F32_12) for t, r in _ON_CDNA12.items()}
 _ON_CDNA2 = {"gfx90a": _ON_CDNA12["gfx90a"]}
 _MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no clamp operand)"
+_GFX11_F32 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain (8 steps of 2 products, sign-frame truncation) "
+              "reproduces its W7900 captures (all 103 DOT2 cases and the 256-output WMMA matrix); [ASSUMED] on "
+              "gfx1151 (RDNA3.5), whose silicon is reported to differ (ROCm/rocm-systems issue 12056, open)")
+_GFX11_INT = "exact dot, i32 result wraps; clamp saturates once at the end (rocjitsu's gfx11 model)"
 _MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
             "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
             "preset mx_rocjitsu")
@@ -211,6 +228,8 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
         raise ValueError(f"{name}: per_target names chips outside its targets")
     kc = k if family.dense else k // 2
     n_a, n_b, n_c = m * kc // family.wave, k * n // family.wave, m * n // family.wave
+    if family.replicated:  # every lane a whole row of A and column of B
+        n_a, n_b = kc, k
     pairs = [(fa, fb) for fa in SCALE_FORMATS for fb in SCALE_FORMATS] if family.scaled else [None]
     variants = []
     for target, types in chips:
@@ -328,6 +347,13 @@ _ROWS = (
     *(_row(_W4, f"wmma_f32_16x16x16_{fa}_{fb}_w32_gfx12", m=16, n=16, k=16, a=fa, b=fb, c="f32",
            convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_8)
       for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
+    # RDNA3 dense WMMA (gfx1100/1151, wave32 and wave64): BUILTINS_MORE.md 5.1
+    *(_row(fam, f"wmma_f32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="f32", convention="wmma",
+           sets=1, model="gfx11_dot2", evidence=_GFX11_F32, targets="rdna3")
+      for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("f16", "bf16")),
+    *(_row(fam, f"wmma_i32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="i32",
+           convention="wmma_iu_gfx11", sets=1, model="exact", evidence=_GFX11_INT, targets="rdna3")
+      for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("iu8", "iu4")),
     # CDNA3 dense MFMA (gfx942 FNUZ by default, also gfx950 OCP except xf32; wave64):
     # docs/spec/BUILTINS_DENSE.md 1.1, LLVM's spelling
     _row(_M3, "mfma_f32_32x32x2f32", m=32, n=32, k=2, a="f32", b="f32", c="f32", convention="mfma_cdna3",
@@ -372,7 +398,7 @@ _ROWS = (
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
-#: fp8 x fp8), all 76 builtins
+#: fp8 x fp8), all 84 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 

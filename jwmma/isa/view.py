@@ -174,12 +174,15 @@ def render_grid(spec: BuiltinSpec, operand: str, *, index_set: int = 0, panel: i
     letter, (nr, nc), what = matrix_of(spec, operand)
     cells = np.empty((nr, nc), dtype=object)
     for en in entries(spec, operand, index_set):
-        cells[en.row, en.col] = f"{en.lane}:{en.lo if operand == 'index' else en.vgpr}"
+        if cells[en.row, en.col] is None:  # a replicated A/B (RDNA3 WMMA): the copy read, lanes 0-15
+            cells[en.row, en.col] = f"{en.lane}:{en.lo if operand == 'index' else en.vgpr}"
     row_name, col_name = {"A": ("i", "c"), "B": ("k", "j"), "C": ("i", "j")}[letter]
     if operand == "index":
         legend = f"cell = lane:bit, i.e. bits [bit+1:bit] of idx[lane] hold the position of A[{row_name}][{col_name}]"
     else:
         legend = f"cell = lane:vgpr holding {letter}[{row_name}][{col_name}] (the list view gives the bits)"
+        if spec.wave * (spec.a.elems if operand == "a" else spec.b.elems if operand == "b" else spec.c.elems) > nr * nc:
+            legend += f"; every 16-lane group holds a copy (lane + 16g), the emulator reads lanes 0-15"
     out = header(spec, operand, index_set) + [f"  {legend}"]
     width = max(5, max(len(str(x)) for x in cells.ravel())) + 1
     label = max(len(row_name) + len(str(nr - 1)) + 1, 4)

@@ -19,6 +19,7 @@ from .exact import CDNA1, Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3, FusedGroups
 from .fused_dot_add import FusedDotAdd
+from .gfx11 import Gfx11Dot2
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import NvidiaTensorCore
@@ -28,7 +29,7 @@ from .parse import model_label, parse_model
 from .presets import ALIASES, EVIDENCE, PRESETS, names, resolve
 
 __all__ = [
-    "Model", "Context", "Exact", "CDNA1", "FMAChain", "FusedGroups", "CDNA3", "PairwiseTree", "CDNA2", "Gfx12Dot4",
-    "IntegerDot",
+    "Model", "Context", "Exact", "CDNA1", "FMAChain", "FusedGroups", "CDNA3", "PairwiseTree", "CDNA2", "Gfx11Dot2",
+    "Gfx12Dot4", "IntegerDot",
     "FusedDotAdd", "NvidiaTensorCore", "BlockScaled", "PRESETS", "EVIDENCE", "ALIASES", "names", "resolve", "parse_model", "model_label",
 ]

@@ -12,6 +12,7 @@ from .exact import CDNA1, Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3, FusedGroups
 from .fused_dot_add import FusedDotAdd
+from .gfx11 import Gfx11Dot2
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import NvidiaTensorCore
@@ -21,8 +22,8 @@ from .scaled import BlockScaled
 __all__ = ["MODEL_CLASSES", "parse_model", "model_label", "split_list"]
 
 #: the model classes a model text may construct
-MODEL_CLASSES = {c.__name__: c for c in (Exact, CDNA1, FMAChain, FusedGroups, CDNA3, PairwiseTree, CDNA2, Gfx12Dot4,
-                                               IntegerDot, FusedDotAdd, NvidiaTensorCore, BlockScaled)}
+MODEL_CLASSES = {c.__name__: c for c in (Exact, CDNA1, FMAChain, FusedGroups, CDNA3, PairwiseTree, CDNA2, Gfx11Dot2,
+                                               Gfx12Dot4, IntegerDot, FusedDotAdd, NvidiaTensorCore, BlockScaled)}
 
 
 def parse_model(text: str):

@@ -10,6 +10,7 @@ from .base import Context, Model
 from .exact import CDNA1, Exact
 from .fma_chain import FMAChain
 from .fused import CDNA3
+from .gfx11 import Gfx11Dot2
 from .gfx12 import Gfx12Dot4
 from .integer import IntegerDot
 from .nvidia import EVIDENCE as _NV_EVIDENCE
@@ -37,6 +38,8 @@ PRESETS = {
     "cdna2": (CDNA2(), None, "MMA-Sim 2.1.1's CDNA2 (MI200) algorithm: f16/bf16 products and a pairwise tree of 4 in f32 "
                              "RNE, denormals flushed at every step; f32 an FMA chain"),
     "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
+    "gfx11_dot2": (Gfx11Dot2(), None, "rocjitsu's measured gfx1100 WMMA chain: 8 DOT2 steps, sign-frame truncation, "
+                                      "f32 RNE per step, no subnormal results"),
     **{f"nvidia_{arch}": (NvidiaTensorCore(arch), None, f"NVIDIA {row[0]} tensor core: truncated fused dot-product-add")
        for arch, row in _NV_TABLE.items()},
     "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each K-half (gfx1201, GoC's hardware digests)"),
@@ -57,6 +60,8 @@ EVIDENCE = {
     "cdna2": ("MMA-Sim 2.1.1 CDNA2 (MMA_FTZ_MUL_ADD, MMA_FMA), validated on MI200 by its authors; PyTorch's note on "
               "MI200 denormal flushing"),
     "gfx12_dot4": "rocjitsu's gfx1201 captures (dense WMMA)",
+    "gfx11_dot2": ("rocjitsu's gfx1100 (W7900) DOT2/WMMA captures; gfx1151 silicon differs "
+                   "(ROCm/rocm-systems issue 12056, open): [ASSUMED] on RDNA3.5"),
     "staged_clamp": "GoC's gfx1201 hardware digests (dense WMMA 384/384 with saturation after each K-half; final-only 240/384), second-hand",
     "cdna4_mx": ("assumed: no gfx950 characterisation is published; scales enter the product exponents as the CDNA4 "
                  "ISA guide's d_exp sentence says (docs/spec/BUILTINS_DENSE.md 5.3), the group is one 32-K scale block"),

@@ -1,0 +1,145 @@
+"""`gfx11_dot2`: rocjitsu's hardware-characterised RDNA3 (gfx1100) DOT2 chain (NUMERICS.md 2.3).
+
+rocjitsu (`gfx11_dot2.h`, `exec_gfx11_wmma_dot2`) computes an RDNA3 f16/bf16 -> f32 WMMA output
+as 8 V_DOT2_F32 steps over the K pairs (0, 1), (2, 3), ..., (14, 15), each step's f32 result the
+next step's accumulator C. One step, all in integers:
+
+* specials first, by priority: a NaN factor -> 0xFFC00A3D; Inf times zero in a product ->
+  0xFFC00000; products +Inf and -Inf -> 0xFFC00000; a NaN C -> C with its quiet bit set; else
+  any Inf (products or C) -> +-Inf, both signs -> 0xFFC00000.
+* factors: ``ae = max(expfield, 1) - bias``; f16 subnormals keep their fraction, bf16
+  subnormal factors are zero (sign kept); a product is ``sig_a * sig_b`` exactly, its lowest
+  bit at ``ae_a + ae_b - mbits_a - mbits_b``.
+* C: a subnormal C is zero (its sign kept); the step's sign frame is C's sign.
+* grid ``G = max(pg, max(lead(C), lead(p0), lead(p1)) - 26)`` with
+  ``pg = max(ae_a + ae_b over nonzero products) - 24``.
+* each term's magnitude is truncated onto G; a term whose sign differs from C's adds
+  ``-m - 1`` (ones' complement), zero products and fully truncated terms included.
+* the total (its sign flipped when C is negative) is rounded to 24 significant bits (RNE);
+  an exponent below -126 after rounding gives +0, above 127 +-Inf; a zero total (or all three
+  terms zero) gives +0.
+
+Measured on gfx1100 by rocjitsu's W7900 captures (tests/data/gfx1100_wmma_captures.json);
+gfx1151 (RDNA3.5) silicon is reported to differ (ROCm/rocm-systems issue 12056), so the model
+is [ASSUMED] there. Only the f32 accumulator is modelled here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+from jax import lax
+
+from ..numerics.formats import BF16, F16, F32
+from .base import Context, Model
+from .grouping import over_groups, unroll_for
+
+__all__ = ["Gfx11Dot2"]
+
+EMPTY = -(1 << 20)  # lead of a zero term: never the maximum
+FACTOR_NAN = 0xFFC00A3D - (1 << 32)
+INVALID = 0xFFC00000 - (1 << 32)
+POS_INF, NEG_INF = 0x7F800000, 0xFF800000 - (1 << 32)
+
+
+def _bitlen(x):
+    return 32 - lax.clz(x.astype(jnp.int32))
+
+
+def _floor_shift(m, sh):
+    """m * 2**sh truncated, for magnitudes 0 <= m < 2**27 and shifts of either sign (the
+    result stays below 2**27 because no term leads more than 26 bits above the grid)."""
+    left = jnp.clip(sh, 0, 30)
+    right = jnp.clip(-sh, 0, 31)
+    return jnp.where(sh >= 0, m << left, jnp.where(-sh >= 31, 0, m >> right))
+
+
+@dataclass(frozen=True)
+class Gfx11Dot2(Model):
+    """rocjitsu's gfx1100 DOT2 step, chained over K pairs (module doc). No fields: every
+    constant is rocjitsu's measured one."""
+
+    name = "gfx11_dot2"
+
+    FIELDS = {}
+
+    def check(self, ctx: Context):
+        why = super().check(ctx)
+        if why:
+            return why
+        if ctx.c != F32:
+            return f"{self.describe()} accumulates into f32 only (the 16-bit-output RDNA3 rows are not emulated)"
+        if ctx.a not in (F16, BF16) or ctx.b != ctx.a:
+            return f"{self.describe()} multiplies f16 x f16 or bf16 x bf16"
+        return None
+
+    def describe(self):
+        return "Gfx11Dot2()"
+
+    def accumulate(self, a, b, c_bits, ctx: Context, options=None):
+        """`Model.accumulate`: consecutive DOT2 steps of 2 products from C."""
+        return over_groups(a, b, c_bits, 2, lambda ga, gb, acc: self._step(ga, gb, acc, ctx), unroll_for(options))
+
+    def _step(self, a, b, c_bits, ctx: Context):
+        fmt = ctx.a
+        flush = fmt == BF16  # bf16 subnormal factors are zero
+        sig_a = jnp.where(flush & (a.exp <= fmt.min_exp) & (a.sig < (1 << fmt.mbits)), 0, a.sig)
+        sig_b = jnp.where(flush & (b.exp <= fmt.min_exp) & (b.sig < (1 << fmt.mbits)), 0, b.sig)
+        zero_a = (sig_a == 0) & ~a.nan & ~a.inf
+        zero_b = (sig_b == 0) & ~b.nan & ~b.inf
+        pneg = (a.sign ^ b.sign) == 1
+        P = (sig_a * sig_b).astype(jnp.int32)
+        ae = a.exp + b.exp
+        plsb = ae - 2 * fmt.mbits
+        plead = jnp.where(P != 0, plsb + _bitlen(P) - 1, EMPTY)
+        pg = jnp.where(P != 0, ae, EMPTY).max(axis=-2) - 24
+
+        c = c_bits.astype(jnp.int32)
+        ce = (c >> 23) & 0xFF
+        cneg = c < 0
+        csig = jnp.where((ce != 0) & (ce != 0xFF), (c & 0x7FFFFF) | 0x800000, 0)
+        clsb = ce - 150
+        clead = jnp.where(csig != 0, clsb + 23, EMPTY)
+
+        G = jnp.maximum(pg, jnp.maximum(clead, plead.max(axis=-2)) - 26)
+        # terms on G, truncated; opposing C's sign: -m - 1
+        cm = _floor_shift(csig, clsb - G)
+        pm = _floor_shift(P, plsb - G[..., None, :])
+        opp = pneg != cneg[..., None, :]
+        total = cm + jnp.where(opp, -pm - 1, pm).sum(axis=-2)
+        all_zero = (csig == 0) & (P == 0).all(axis=-2)
+
+        # rounding: 24 significant bits (RNE), no subnormal results
+        neg = (total < 0) != cneg
+        mag = jnp.abs(total)
+        top = _bitlen(mag) - 1
+        sh = top - 23
+        r = jnp.clip(sh, 0, 31)
+        q = mag >> r
+        rem = mag & ((1 << r) - 1)
+        half = jnp.where(r > 0, 1 << jnp.maximum(r - 1, 0), 0)
+        up = (r > 0) & ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+        sg = jnp.where(sh <= 0, mag << jnp.clip(-sh, 0, 31), q + up.astype(jnp.int32))
+        carry = sg >= (1 << 24)
+        sg = jnp.where(carry, sg >> 1, sg)
+        e = top + G + carry.astype(jnp.int32)
+        sign = jnp.where(neg, jnp.int32(-(1 << 31)), 0)
+        bits = sign | ((e + 127) << 23) | (sg & 0x7FFFFF)
+        bits = jnp.where(e > 127, sign | POS_INF, bits)
+        bits = jnp.where((e < -126) | (mag == 0) | all_zero, 0, bits)
+
+        # specials, lowest priority first
+        p_inf = a.inf | b.inf
+        pi = (p_inf & ~pneg).any(axis=-2)
+        ni = (p_inf & pneg).any(axis=-2)
+        c_nan = (ce == 0xFF) & ((c & 0x7FFFFF) != 0)
+        c_inf = (ce == 0xFF) & ((c & 0x7FFFFF) == 0)
+        pos = pi | (c_inf & ~cneg)
+        ng = ni | (c_inf & cneg)
+        bits = jnp.where(pos | ng, jnp.where(pos & ng, INVALID, jnp.where(ng, NEG_INF, POS_INF)), bits)
+        bits = jnp.where(c_nan, c | 0x400000, bits)
+        bits = jnp.where(pi & ni, INVALID, bits)
+        invalid = ((a.inf & zero_b) | (b.inf & zero_a)).any(axis=-2)
+        bits = jnp.where(invalid, INVALID, bits)
+        bits = jnp.where((a.nan | b.nan).any(axis=-2), FACTOR_NAN, bits)
+        return bits.astype(jnp.int32)
