@@ -126,8 +126,8 @@ def test_bad_target_is_refused_with_the_rows_targets(capsys, tmp_path, monkeypat
 
 @pytest.mark.parametrize("command", [["list"], ["demo", "--no-gemm"]])
 def test_list_and_demo_refuse_an_unknown_chip(capsys, command):
-    rc, _, err = run(capsys, *command, "--target", "gfx90a")
-    assert rc == 2 and "--target" in err and "'gfx90a'" in err
+    rc, _, err = run(capsys, *command, "--target", "gfx1030")  # RDNA2: no matrix core instruction of the table
+    assert rc == 2 and "--target" in err and "'gfx1030'" in err
     for chip in {t for s in jwmma.BUILTINS.values() for t in s.targets}:
         assert chip in err
 

@@ -35,6 +35,8 @@ from collections import OrderedDict
 import jax
 import numpy as np
 
+from ..keywords import strict_keywords
+
 __all__ = ["enable_compilation_cache", "EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "shapes_key", "compiler_options",
            "effort_jit"]
 
@@ -151,6 +153,7 @@ def effort_jit(fn=None, *, static_argnames=()):
     return _EffortJit(fn, static_argnames)
 
 
+@strict_keywords
 def enable_compilation_cache(path) -> str:
     """Keep every program jwmma (and the rest of this process) compiles in JAX's persistent
     compilation cache in the folder ``path``, so that a later process loads it instead of
