@@ -259,8 +259,8 @@ def _same(got, want):
 
 
 def _check(rng, name, target, kind):
+    mfma = _mmasim(name, target)  # skips without torch and mmasim
     import torch
-    mfma = _mmasim(name, target)
     spec = lookup(name, target)
     dt = spec.a_format.dtype
     a = _operand(rng, dt, (spec.m, spec.k), kind)
@@ -296,8 +296,8 @@ def test_builtin_equals_mmasim_grid(rng, name, target, kind):
 def test_gemm_on_the_target_equals_mmasim_steps(rng, name, target):
     """jwmma.gemm(..., target=) chains the chip's instruction over K: three MMA-Sim calls, each
     D the next C."""
+    mfma = _mmasim(name, target)  # skips without torch and mmasim
     import torch
-    mfma = _mmasim(name, target)
     spec = lookup(name, target)
     dt = spec.a_format.dtype
     a = _operand(rng, dt, (spec.m, 3 * spec.k), "edge")
@@ -318,8 +318,8 @@ def test_signed_zeros_equal_mmasim(rng, name, target):
     """Zero results: all products and C zeros of random signs (every product -0 and C -0 in
     some outputs), with subnormal factors (flushed to +0 on gfx90a, kept on gfx908). MMA-Sim's
     CDNA1 exact sum gives +0 even when every term is -0; the IEEE rule (`Exact()`) would not."""
+    mfma = _mmasim(name, target)  # skips without torch and mmasim
     import torch
-    mfma = _mmasim(name, target)
     spec = lookup(name, target)
     dt = np.dtype(spec.a_format.dtype)
     a = np.zeros((spec.m, spec.k), dt)
