@@ -89,6 +89,10 @@ from .engine.builtins import (
     mfma_f32_16x16x16f16,
     mfma_f32_32x32x8bf16_1k,
     mfma_f32_16x16x16bf16_1k,
+    mfma_f32_32x32x4bf16,
+    mfma_f32_16x16x8bf16,
+    mfma_i32_32x32x8i8,
+    mfma_i32_16x16x16i8,
     mfma_i32_32x32x16_i8,
     mfma_i32_16x16x32_i8,
     mfma_f32_32x32x16_fp8_fp8,
@@ -122,7 +126,7 @@ from .tiled import gemm
 from .quant import Unit, dot_general, einsum, matmul
 from .version import __version__
 
-#: the 84 builtin functions, in table order
+#: the 88 builtin functions, in table order
 BUILTIN_FUNCTIONS = (
     "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
     "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
@@ -146,6 +150,7 @@ BUILTIN_FUNCTIONS = (
     "wmma_i32_16x16x16_iu8_w32", "wmma_i32_16x16x16_iu4_w32", "wmma_i32_16x16x16_iu8_w64", "wmma_i32_16x16x16_iu4_w64",
     "mfma_f32_32x32x2f32", "mfma_f32_16x16x4f32", "mfma_f32_32x32x4_xf32", "mfma_f32_16x16x8_xf32",
     "mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16", "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k",
+    "mfma_f32_32x32x4bf16", "mfma_f32_16x16x8bf16", "mfma_i32_32x32x8i8", "mfma_i32_16x16x16i8",
     "mfma_i32_32x32x16_i8", "mfma_i32_16x16x32_i8", "mfma_f32_32x32x16_fp8_fp8", "mfma_f32_32x32x16_fp8_bf8",
     "mfma_f32_32x32x16_bf8_fp8", "mfma_f32_32x32x16_bf8_bf8", "mfma_f32_16x16x32_fp8_fp8",
     "mfma_f32_16x16x32_fp8_bf8", "mfma_f32_16x16x32_bf8_fp8", "mfma_f32_16x16x32_bf8_bf8",

@@ -1,6 +1,8 @@
 """The single-block dense MFMA rows on MI100 (gfx908, CDNA1) and MI200 (gfx90a, CDNA2), the
 ``target=`` of `mfma_f32_32x32x2f32`, `_16x16x4f32`, `_32x32x8f16`, `_16x16x16f16` (both chips)
-and `_32x32x8bf16_1k`, `_16x16x16bf16_1k` (gfx90a only; docs/spec/BUILTINS_DENSE.md 9):
+and `_32x32x8bf16_1k`, `_16x16x16bf16_1k` (gfx90a only; docs/spec/BUILTINS_DENSE.md 9), and the
+rows of those two chips alone: non-1k bf16 `mfma_f32_32x32x4bf16`, `_16x16x8bf16` and the old i8
+`mfma_i32_32x32x8i8`, `_16x16x16i8` (their i8 arithmetic against a Python-int reference):
 
 * layouts, BLGP swizzles and modifier support against the calculator dumps
   `tests/data/cdna1_mfma_calculator.json` and `cdna2_mfma_calculator.json` (every entry);
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import ml_dtypes
 import numpy as np
@@ -32,8 +35,11 @@ ROWS = ("mfma_f32_32x32x2f32", "mfma_f32_16x16x4f32", "mfma_f32_32x32x8f16", "mf
 #: (row, target) pairs LLVM selects (isGFX90APlus keeps the bf16_1k forms off gfx908)
 PAIRS = [(n, t) for t in ("gfx908", "gfx90a") for n in ROWS if not (t == "gfx908" and "bf16" in n)]
 ARCH = {"gfx908": "CDNA1", "gfx90a": "CDNA2"}
+#: the rows LLVM selects on gfx908 and gfx90a only (isGFX908orGFX90A)
+ONLY = ("mfma_f32_32x32x4bf16", "mfma_f32_16x16x8bf16", "mfma_i32_32x32x8i8", "mfma_i32_16x16x16i8")
+ONLY_PAIRS = [(n, t) for t in ("gfx908", "gfx90a") for n in ONLY]
 #: MMA-Sim's suffix of each row (its CDNA1/CDNA2 lists spell the old mnemonics)
-SUFFIX = {n: n.removeprefix("mfma_") for n in ROWS}
+SUFFIX = {n: n.removeprefix("mfma_") for n in ROWS + ONLY}
 
 
 def _instruction(name, target):
@@ -339,3 +345,168 @@ def test_signed_zeros_equal_mmasim(rng, name, target):
     ieee = getattr(jwmma, name)(jwmma.pack_a(name, a), jwmma.pack_b(name, b), jwmma.pack_c(name, c), target=target,
                                 model="Exact(group=4)" if target == "gfx908" else "PairwiseTree(flush_denormals=False)")
     assert (np.asarray(jwmma.unpack_c(name, ieee)).view(np.uint32) == 0x80000000).any()
+
+
+# ------------------------------------------------------------------------------ gfx908/gfx90a only
+def test_only_rows_run_on_the_two_chips():
+    """Both calculators have each row with its M, N, K; gfx908 is the default target, gfx942 and
+    gfx950 refuse them with LLVM's rule."""
+    for name in ONLY:
+        assert jwmma.BUILTINS[name].targets == ("gfx908", "gfx90a") and jwmma.BUILTINS[name].target == "gfx908"
+        for t in ("gfx908", "gfx90a"):
+            _, v = _instruction(name, t)
+            spec = lookup(name, t)
+            assert (spec.m, spec.n, spec.k) == tuple(int(v["detail"][x]) for x in "MNK"), (name, t)
+            assert spec.target == t and spec.blgp == "swizzle" and int(v["detail"]["blocks"]) == 1
+        for t in ("gfx942", "gfx950"):
+            with pytest.raises(ValueError, match=rf"must be one of \['gfx908', 'gfx90a'\], got '{t}' "
+                                                 r"\(.*isGFX908orGFX90A.*not supported on this GPU"):
+                lookup(name, t)
+    a = np.ones((16, 8), ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match="got 'gfx942'.*isGFX908orGFX90A"):
+        jwmma.gemm(a, a.T, builtin="mfma_f32_16x16x8bf16", target="gfx942")
+    r = jwmma.pack_a("mfma_i32_16x16x16i8", np.ones((16, 16), np.int8))
+    c = jwmma.pack_c("mfma_i32_16x16x16i8", np.zeros((16, 16), np.int32))
+    with pytest.raises(ValueError, match="got 'gfx950'.*isGFX908orGFX90A"):
+        jwmma.mfma_i32_16x16x16i8(r, r, c, target="gfx950")
+    assert not any(re.search(rf"{n}(?!\w)", jwmma.isa.table.OPTIONAL) for n in ONLY)
+
+
+@pytest.mark.parametrize("name,target", ONLY_PAIRS)
+def test_only_rows_layouts_and_blgp_equal_the_calculator(name, target):
+    """Every A, B, C, D and B_blgp1..7 entry of the chip's calculator dump; blgp supported,
+    cbsz/abid not. Registers: one VGPR of A and of B per lane (2 bf16, `V2s`; 4 i8, `int`)."""
+    spec = lookup(name, target)
+    _, v = _instruction(name, target)
+    ops = v["operands"]
+    for key, layout in (("A", spec.a_layout), ("B", spec.b_layout), ("C", spec.c_layout), ("D", spec.c_layout)):
+        assert _entries(layout) == {tuple(x) for x in ops[key]["entries"]}, key
+    b = _entries(spec.b_layout)
+    for blgp in range(1, 8):
+        want = {tuple(x) for x in ops[f"B_blgp{blgp}"]["entries"]}
+        assert {(int(BLGP_LANES[blgp][L]), e, k, j) for (L, e, k, j) in b} == want, blgp
+    assert v["detail"]["BLGP bits supported"] == "True" and v["detail"]["CBSZ and ABID bits supported"] == "False"
+    assert spec.a.n == spec.b.n == 1 if spec.integer else spec.a.n == spec.b.n == 2
+    assert spec.a.storage.hip == ("int" if spec.integer else "short")
+
+
+def test_only_rows_models_and_modifiers():
+    """bf16: cdna1 on gfx908 (its bf16 groups of 2) and CDNA2(group=2) on gfx90a (MMA-Sim's
+    MMA_FTZ_MUL_ADD(P=2) for non-1k bf16; the bf16_1k rows keep the tree of 4); i8: exact.
+    blgp 0..7 accepted on both chips, 8 refused; cbsz/abid refused."""
+    for name in ONLY[:2]:
+        assert lookup(name, "gfx908").default_model == "cdna1"
+        assert lookup(name, "gfx90a").default_model == "CDNA2(group=2)"
+    assert lookup("mfma_f32_16x16x16bf16_1k", "gfx90a").default_model == "cdna2"
+    for name in ONLY[2:]:
+        assert lookup(name, "gfx908").default_model == lookup(name, "gfx90a").default_model == "exact"
+        assert "no clamp operand" in lookup(name).default_evidence
+    name = "mfma_i32_32x32x8i8"
+    a = jwmma.pack_a(name, np.ones((32, 8), np.int8))
+    c = jwmma.pack_c(name, np.zeros((32, 32), np.int32))
+    for target in ("gfx908", "gfx90a"):
+        for blgp in range(8):
+            jwmma.mfma_i32_32x32x8i8(a, a, c, 0, 0, blgp, target=target)
+        with pytest.raises(ValueError, match=r"blgp must be in \[0, 7\], got 8"):
+            jwmma.mfma_i32_32x32x8i8(a, a, c, 0, 0, 8, target=target)
+        with pytest.raises(ValueError, match="cbsz must be 0 for mfma_i32_32x32x8i8"):
+            jwmma.mfma_i32_32x32x8i8(a, a, c, 1, target=target)
+
+
+def _wrap32(x: int) -> int:
+    return (x + 2**31) % 2**32 - 2**31
+
+
+def _i8_reference(a, b, c):
+    """D = A B + C in Python ints, wrapped to i32 once (exact products and sums; no clamp)."""
+    m, k = a.shape
+    n = b.shape[1]
+    return np.array([[_wrap32(sum(int(a[i, q]) * int(b[q, j]) for q in range(k)) + int(c[i, j])) for j in range(n)]
+                     for i in range(m)], np.int64).astype(np.int32)
+
+
+@pytest.mark.parametrize("name,target", [("mfma_i32_32x32x8i8", "gfx908"), ("mfma_i32_16x16x16i8", "gfx90a")])
+def test_i8_equals_python_ints(rng, name, target):
+    """Random i8 (the extremes -128 and 127 included) and C near both i32 limits, so sums wrap;
+    the blgp swizzle reads B from the permuted lanes."""
+    spec = lookup(name, target)
+    a = rng.integers(-128, 128, (spec.m, spec.k)).astype(np.int8)
+    b = rng.integers(-128, 128, (spec.k, spec.n)).astype(np.int8)
+    a[0], b[:, 0] = -128, -128
+    a[1], b[:, 1] = 127, -128
+    c = rng.integers(-(2**31), 2**31, (spec.m, spec.n), dtype=np.int64).astype(np.int32)
+    c[:4] = 2**31 - 1 - rng.integers(0, 1000, (4, spec.n))
+    c[4:8] = -(2**31) + rng.integers(0, 1000, (4, spec.n))
+    fn = getattr(jwmma, name)
+    ra, rb, rc = jwmma.pack_a(name, a), np.asarray(jwmma.pack_b(name, b)), jwmma.pack_c(name, c)
+    got = np.asarray(jwmma.unpack_c(name, fn(ra, rb, rc, target=target)))
+    want = _i8_reference(a, b, c)
+    assert (want != (a.astype(np.int64) @ b.astype(np.int64) + c)).any()  # some outputs wrapped
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target)), want)
+    moved = np.empty_like(rb)
+    moved[BLGP_LANES[3]] = rb  # blgp 3 (a lane rotation) reads lane L from BLGP_LANES[3][L]: B back in place
+    swz = np.asarray(jwmma.unpack_c(name, fn(ra, moved, rc, 0, 0, 3, target=target)))
+    np.testing.assert_array_equal(swz, want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target", [(n, t) for n, t in ONLY_PAIRS if "i8" in n])
+def test_i8_equals_python_ints_grid(rng, name, target):
+    spec = lookup(name, target)
+    for _ in range(3):
+        a = rng.integers(-128, 128, (spec.m, 5 * spec.k)).astype(np.int8)
+        b = rng.integers(-128, 128, (5 * spec.k, spec.n)).astype(np.int8)
+        c = rng.integers(-(2**31), 2**31, (spec.m, spec.n), dtype=np.int64).astype(np.int32)
+        got = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target))
+        np.testing.assert_array_equal(got, _i8_reference(a, b, c))
+
+
+#: one fast case per new arithmetic (CDNA1 bf16 groups of 2, CDNA2 bf16 trees of 2)
+ONLY_FAST = [("mfma_f32_16x16x8bf16", "gfx908", "edge"), ("mfma_f32_32x32x4bf16", "gfx90a", "edge")]
+ONLY_GRID = [(n, t, k) for n, t in ONLY_PAIRS if "bf16" in n for k in ("random", "adversarial", "edge")
+             if (n, t, k) not in ONLY_FAST]
+
+
+@pytest.mark.parametrize("name,target,kind", ONLY_FAST)
+def test_non_1k_bf16_equals_mmasim(rng, name, target, kind):
+    _check(rng, name, target, kind)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target,kind", ONLY_GRID)
+def test_non_1k_bf16_equals_mmasim_grid(rng, name, target, kind):
+    _check(rng, name, target, kind)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target", [("mfma_f32_16x16x8bf16", "gfx90a"), ("mfma_f32_32x32x4bf16", "gfx908")])
+def test_non_1k_bf16_gemm_equals_mmasim_steps(rng, name, target):
+    """jwmma.gemm(..., target=) over 3 K-steps equals three chained MMA-Sim calls."""
+    mfma = _mmasim(name, target)  # skips without torch and mmasim
+    import torch
+    spec = lookup(name, target)
+    a = _operand(rng, ml_dtypes.bfloat16, (spec.m, 3 * spec.k), "edge")
+    b = _operand(rng, ml_dtypes.bfloat16, (3 * spec.k, spec.n), "edge")
+    c = _c(rng, spec.m, spec.n, "edge")
+    got = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target)).view(np.uint32)
+    d = _to_torch(torch, c)
+    for s in range(3):
+        sl = slice(s * spec.k, (s + 1) * spec.k)
+        d = mfma(_to_torch(torch, a[:, sl]), _to_torch(torch, b[sl, :]), d)
+    _same(got, d.numpy().view(np.uint32))
+
+
+def test_bf16_groups_of_2_are_not_groups_of_4():
+    """C = 1 and products 2**-24, 0, 2**-24, 0: groups of 2 join C first, 1 + 2**-24 ties to 1
+    twice (result 1); one group of 4 sums 2**-23 first (result 1 + 2**-23). The non-1k rows
+    round per pair on both chips; the presets' groups of 4 (cdna2, CDNA1(group=4)) do not."""
+    name = "mfma_f32_32x32x4bf16"
+    a = np.ones((32, 4), ml_dtypes.bfloat16)
+    b = np.zeros((4, 32), ml_dtypes.bfloat16)
+    b[0, :], b[2, :] = 2.0**-24, 2.0**-24
+    c = np.ones((32, 32), np.float32)
+    for target, four in (("gfx908", "CDNA1(group=4)"), ("gfx90a", "cdna2")):
+        pairs = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target))
+        whole = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target, model=four))
+        assert (pairs == 1).all() and (whole == np.float32(1 + 2.0**-23)).all(), target

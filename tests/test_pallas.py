@@ -88,7 +88,10 @@ _WI = ("wmma_i32_16x16x16_iu8_w32_gfx12", "wmma_i32_16x16x16_iu4_w32_gfx12", "wm
 _MF = ("mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16", "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k",
        "mfma_f32_16x16x32_f16", "mfma_f32_32x32x16_f16", "mfma_f32_16x16x32_bf16", "mfma_f32_32x32x16_bf16")
 _M8 = tuple(f"mfma_f32_{mk}_{x}_{y}" for mk in ("32x32x16", "16x16x32") for x in ("fp8", "bf8") for y in ("fp8", "bf8"))
-_MI = ("mfma_i32_32x32x16_i8", "mfma_i32_16x16x32_i8", "mfma_i32_16x16x64_i8", "mfma_i32_32x32x32_i8")
+_MI = ("mfma_i32_32x32x16_i8", "mfma_i32_16x16x32_i8", "mfma_i32_16x16x64_i8", "mfma_i32_32x32x32_i8",
+       "mfma_i32_32x32x8i8", "mfma_i32_16x16x16i8")
+# gfx908/gfx90a-only non-1k bf16 MFMA: the defaults (cdna1, CDNA2(group=2)) have no kernel
+_M12 = ("mfma_f32_32x32x4bf16", "mfma_f32_16x16x8bf16")
 # dense RDNA3 WMMA (wave32 and wave64, A/B replicated): the default gfx11_dot2 has no kernel
 _W3F = tuple(f"wmma_f32_16x16x16_{t}_w{w}" for w in (32, 64) for t in ("f16", "bf16"))
 _W3I = tuple(f"wmma_i32_16x16x16_{t}_w{w}" for w in (32, 64) for t in ("iu8", "iu4"))
@@ -98,7 +101,7 @@ DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in _FLOAT_MODELS]
              + [(b, m, {}) for b in _W16 for m in (None, "exact", "fma_chain_k", "fma_chain")]
              + [(b, m, dict(clamp=cl)) for b in _WI for m in (None, "exact") for cl in (False, True)]
              + [(b, m, {}) for b in _MI for m in (None, "exact", "staged_clamp")]
-             + [(b, m, {}) for b in _W3F for m in _FLOAT_MODELS[1:] + ("gfx12_dot4",)]
+             + [(b, m, {}) for b in _W3F + _M12 for m in _FLOAT_MODELS[1:] + ("gfx12_dot4",)]
              + [(b, m, dict(clamp=cl)) for b in _W3I for m in (None, "staged_clamp") for cl in (False, True)])
 DENSE_CORE = [
     ("wmma_f32_16x16x16_f16_w32_gfx12", None, {}),  # gfx12_dot4, f32 by conversion
@@ -220,7 +223,7 @@ def test_dense_grid_covers_every_row_and_kernel_model():
                     want.add((name, m_obj))
             except ValueError:  # the model does not apply to the row, or has no kernel there
                 continue
-    assert len({b for b, _ in want}) == 11 + len(_MF) + len(_M8) + len(_MI) + len(_W3F) + len(_W3I)
+    assert len({b for b, _ in want}) == 11 + len(_MF) + len(_M8) + len(_MI) + len(_W3F) + len(_W3I) + len(_M12)
     have = {(b, models.resolve(m, context(lookup(b)), lookup(b).default_model)) for b, m, _ in DENSE_ALL}
     assert want <= have, sorted(str(x) for x in want - have)
     assert all(c in DENSE_CORE or c in DENSE_SLOW for c in DENSE_ALL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..isa import table as _table
 from ..isa.table import BUILTINS, OPTIONAL, SCALE_FORMATS, BuiltinSpec, lookup
 from .common import CliError, all_targets
 
@@ -62,7 +63,10 @@ def row(spec: BuiltinSpec) -> dict:
 
 def cmd_list(args) -> int:
     """``jwmma list``: the table as text (legend included) or JSON."""
-    specs = [s for s in BUILTINS.values() if args.arch in (None, s.arch)]
+    # --arch: the rows of a family's chip; gfx908/gfx90a, which rows of the CDNA3 family run on (the
+    # gfx908/gfx90a-only rows by default), are chips of no family: there --arch acts as --target
+    family_arch = {f.title: f.arch for f in vars(_table).values() if isinstance(f, _table.Family)}
+    specs = [s for s in BUILTINS.values() if args.arch is None or args.arch == s.arch == family_arch[s.family]]
     target = getattr(args, "target", None)
     if not specs and target in (None, args.arch):  # a chip only rows' other targets name (gfx908, gfx90a)
         specs, target = list(BUILTINS.values()), args.arch
@@ -112,7 +116,9 @@ def cmd_list(args) -> int:
     print("gfx950 = CDNA4, gfx942 = CDNA3/MI300 (wave64; these also run on gfx950: target='gfx950' decodes")
     print("their fp8/bf8 as OCP instead of FNUZ; fp8_fnuz/bf8_fnuz = ml_dtypes float8_e4m3fnuz/e5m2fnuz).")
     print("The f32, f16 and bf16_1k single-block MFMA also run on gfx90a (MI200) and, but for bf16_1k, gfx908")
-    print("(MI100), with their own default models (cdna2, cdna1) and blgp 0..7 on every form: --target.")
+    print("(MI100), with their own default models (cdna2, cdna1) and blgp 0..7 on every form: --target;")
+    print("the non-1k bf16 (cdna1 / CDNA2(group=2)) and old i8 (exact) single-block MFMA run on gfx908, their")
+    print("default, and gfx90a only.")
     print("mfma_*: dense CDNA MFMA (docs/spec/BUILTINS_DENSE.md): long = 8 packed bytes in a 64-bit")
     print("operand; xf32 = float32 registers the unit reads to 10 mantissa bits (gfx942 only); the f32")
     print("forms take blgp 0..7 (B lane patterns). mfma_scale_*: A and B are v8int holding 32 elements of")
@@ -128,7 +134,7 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 84 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 88 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()} | set(all_targets())),
                    help="only RDNA4 (gfx12), RDNA3 (gfx1100; --target gfx1151 for Strix Halo), CDNA4 (gfx950) or "

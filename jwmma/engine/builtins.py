@@ -1,4 +1,4 @@
-"""The 84 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 88 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -327,6 +327,11 @@ mfma_f32_32x32x8f16 = make("mfma_f32_32x32x8f16")
 mfma_f32_16x16x16f16 = make("mfma_f32_16x16x16f16")
 mfma_f32_32x32x8bf16_1k = make("mfma_f32_32x32x8bf16_1k")
 mfma_f32_16x16x16bf16_1k = make("mfma_f32_16x16x16bf16_1k")
+# the gfx908/gfx90a-only single-block forms (gfx908 by default; target='gfx90a')
+mfma_f32_32x32x4bf16 = make("mfma_f32_32x32x4bf16")
+mfma_f32_16x16x8bf16 = make("mfma_f32_16x16x8bf16")
+mfma_i32_32x32x8i8 = make("mfma_i32_32x32x8i8")
+mfma_i32_16x16x16i8 = make("mfma_i32_16x16x16i8")
 mfma_i32_32x32x16_i8 = make("mfma_i32_32x32x16_i8")
 mfma_i32_16x16x32_i8 = make("mfma_i32_16x16x32_i8")
 mfma_f32_32x32x16_fp8_fp8 = make("mfma_f32_32x32x16_fp8_fp8")

@@ -92,6 +92,13 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "bf16_1k, 'gfx908' (MI100), each with its own default arithmetic; cbsz and abid must be 0 "
                "(single-block); blgp 0..7 permutes B's lanes on the f32 forms, and on every form on "
                "gfx908/gfx90a, and must be 0 otherwise."),
+    # the gfx908/gfx90a-only single-block forms (non-1k bf16, the old i8; BUILTINS_DENSE.md 9)
+    Convention("mfma_cdna12", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
+                               Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
+               (Param("target", "target", "gfx908"),),
+               "target='gfx908' (MI100, default) or 'gfx90a' (MI200) picks the chip the code runs on, each with "
+               "its own default arithmetic (LLVM selects these forms on no other chip); cbsz and abid must be 0 "
+               "(single-block); blgp 0..7 permutes B's lanes."),
     Convention("mfma", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
                         Param("abid", "abid", 0), Param("blgp", "blgp", 0)), (),
                "cbsz, abid and blgp must be 0 (no source gives them a meaning on these forms)."),

@@ -97,18 +97,20 @@ SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
 OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
-            "mfma_f32_32x32x4bf16_1k, ...), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
+            "mfma_f32_32x32x4bf16_1k, gfx908/gfx90a's mfma_f32_32x32x2bf16, ...), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
             "16-bit-output WMMA with opsel (wmma_f16_16x16x16_f16_w32/_w64, wmma_bf16_16x16x16_bf16_w32/_w64 and "
             "their _tied forms)")
 
 _FNUZ = {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}
 #: the CDNA builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1,
 #: BUILTINS_DENSE.md 1.1, 9): gfx942 (MI300, the default) decodes FNUZ, gfx950 OCP; 'cdna' adds
-#: gfx908 (MI100) and gfx90a (MI200), 'cdna2plus' gfx90a only (LLVM's TableGen predicates)
+#: gfx908 (MI100) and gfx90a (MI200), 'cdna2plus' gfx90a only, 'cdna12' gfx908 and gfx90a alone
+#: (LLVM's TableGen predicates)
 TARGETS = {
     "cdna3": (("gfx942", _FNUZ), ("gfx950", {})),
     "cdna": (("gfx942", _FNUZ), ("gfx950", {}), ("gfx908", {}), ("gfx90a", {})),
     "cdna2plus": (("gfx942", _FNUZ), ("gfx950", {}), ("gfx90a", {})),
+    "cdna12": (("gfx908", {}), ("gfx90a", {})),
     # RDNA3 WMMA: gfx1100 (Radeon 7900, where rocjitsu's captures come from) and gfx1151 (Strix
     # Halo, RDNA3.5): the same layouts and, [ASSUMED] there, the same arithmetic
     "rdna3": (("gfx1100", {}), ("gfx1151", {})),
@@ -117,6 +119,8 @@ TARGETS = {
 TARGET_RULES = {
     "cdna": "LLVM selects it on every MFMA chip (HasMAIInsts)",
     "cdna2plus": "LLVM selects it on gfx90a and later only (isGFX90APlus), not on gfx908",
+    "cdna12": ("LLVM selects it on gfx908 and gfx90a only (isGFX908orGFX90A); gfx942 and gfx950 refuse it "
+               "(LLVM-MC: instruction not supported on this GPU)"),
 }
 
 
@@ -158,6 +162,17 @@ _ON_CDNA12 = {"gfx908": dict(model="cdna1", evidence=_MFMA_908, blgp="swizzle"),
               "gfx90a": dict(model="cdna2", evidence=_MFMA_90A, blgp="swizzle")}
 _ON_CDNA12_F32 = {t: dict(r, evidence=_MFMA_F32_12) for t, r in _ON_CDNA12.items()}
 _ON_CDNA2 = {"gfx90a": _ON_CDNA12["gfx90a"]}
+#: the non-1k bf16 rows (gfx908/gfx90a only): MMA-Sim's CDNA1 groups of 2 (the cdna1 preset picks 2 for
+#: bf16) and its CDNA2 tree of 2 (MMA_FTZ_MUL_ADD(P=2): the format does not tell it from bf16_1k, P=4, so the
+#: row names the model)
+_BF16_908 = ("measured: MMA-Sim 2.1.1's CDNA1 algorithm for the non-1k bf16 MFMA (exact fused groups of 2 bf16 "
+             "products, f32 RNE per group), validated on MI100 (gfx908) by its authors")
+_BF16_90A = ("measured: MMA-Sim 2.1.1's CDNA2 algorithm for the non-1k bf16 MFMA (f32 products, pairwise tree of 2 "
+             "in f32 RNE, denormals flushed at every step), validated on MI200 (gfx90a) by its authors")
+_ON_CDNA12_BF16 = {"gfx908": dict(model="cdna1", evidence=_BF16_908, blgp="swizzle"),
+                   "gfx90a": dict(model="CDNA2(group=2)", evidence=_BF16_90A, blgp="swizzle")}
+_MFMA_I8_12 = ("exact dot, i32 result wraps (integer products and sums are exact; no clamp operand: the builtin "
+               "has none and LLVM's gfx908 syntax lists only cbsz/abid/blgp); MMA-Sim has no i8 MFMA")
 _MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no clamp operand)"
 _GFX11_F32 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain (8 steps of 2 products, sign-frame truncation) "
               "reproduces its W7900 captures (all 103 DOT2 cases and the 256-output WMMA matrix); [ASSUMED] on "
@@ -376,6 +391,16 @@ _ROWS = (
     _row(_M3, "mfma_f32_16x16x16bf16_1k", m=16, n=16, k=16, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
          sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus",
          per_target=_ON_CDNA2),
+    # the gfx908/gfx90a-only single-block forms (isGFX908orGFX90A; BUILTINS_DENSE.md 9): non-1k bf16 (2 bf16
+    # in one VGPR, `V2s`) and the old i8 (one int = 4 x i8)
+    _row(_M3, "mfma_f32_32x32x4bf16", m=32, n=32, k=4, a="bf16", b="bf16", c="f32", convention="mfma_cdna12",
+         sets=1, model="cdna1", evidence=_BF16_908, targets="cdna12", blgp="swizzle", per_target=_ON_CDNA12_BF16),
+    _row(_M3, "mfma_f32_16x16x8bf16", m=16, n=16, k=8, a="bf16", b="bf16", c="f32", convention="mfma_cdna12",
+         sets=1, model="cdna1", evidence=_BF16_908, targets="cdna12", blgp="swizzle", per_target=_ON_CDNA12_BF16),
+    _row(_M3, "mfma_i32_32x32x8i8", m=32, n=32, k=8, a="i8", b="i8", c="i32", convention="mfma_cdna12",
+         sets=1, model="exact", evidence=_MFMA_I8_12, targets="cdna12", blgp="swizzle"),
+    _row(_M3, "mfma_i32_16x16x16i8", m=16, n=16, k=16, a="i8", b="i8", c="i32", convention="mfma_cdna12",
+         sets=1, model="exact", evidence=_MFMA_I8_12, targets="cdna12", blgp="swizzle"),
     _row(_M3, "mfma_i32_32x32x16_i8", m=32, n=32, k=16, a="i8", b="i8", c="i32", convention="mfma_cdna3",
          sets=1, model="exact", evidence=_MFMA_I8, targets="cdna3", long=True),
     _row(_M3, "mfma_i32_16x16x32_i8", m=16, n=16, k=32, a="i8", b="i8", c="i32", convention="mfma_cdna3",
@@ -398,7 +423,7 @@ _ROWS = (
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
-#: fp8 x fp8), all 84 builtins
+#: fp8 x fp8), all 88 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 
@@ -410,7 +435,8 @@ def lookup(name: str, target: str | None = None, formats: tuple | None = None) -
         target: the chip it runs on (None: the row's default, e.g. 'gfx942' for the CDNA3
             SMFMAC and MFMA, which also run on 'gfx950' with OCP fp8/bf8; the f32, f16 and
             bf16_1k single-block MFMA also on 'gfx90a' and, but for bf16_1k, 'gfx908', each
-            with its own default model and blgp rule).
+            with its own default model and blgp rule; the non-1k bf16 and old i8 MFMA on
+            'gfx908', their default, and 'gfx90a' only).
         formats: a block-scaled builtin's (fmt_a, fmt_b) codes (`SCALE_FORMATS`; None: the
             row's (0, 0), fp8 x fp8); other builtins take None.
     Returns:

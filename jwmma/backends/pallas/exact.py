@@ -56,6 +56,7 @@ def make_step(spec, model: Exact, ctx: Context):
     in_f32 = kl.exactly_f32(fa) and kl.exactly_f32(fb) and fa.max_exp + fb.max_exp + 2 <= 127
     static_ok = (fa.max_exp + fb.max_exp + 2 + lg) - (fa.min_exp + fb.min_exp - mab) <= 53
     plan = band_plan(ctx, kc)
+    chunk_len = math.gcd(CHUNK, kc)  # K = 4 (mfma_f32_32x32x4bf16): one chunk of 4, not kc // 8 = 0 chunks
 
     def finish(s, view, acc):
         c = f64_of_fields(kl.decode(fc, acc, with_val=False), fc.mbits)
@@ -65,10 +66,10 @@ def make_step(spec, model: Exact, ctx: Context):
         return round_f64(t, fc)
 
     def fast(view, acc):
-        def chunk(i, s):  # CHUNK products per iteration, unrolled
-            v = view.shifted(i * CHUNK)
+        def chunk(i, s):  # chunk_len products per iteration, unrolled
+            v = view.shifted(i * chunk_len)
             f32 = lambda w: lax.bitcast_convert_type(w, jnp.float32)  # noqa: E731
-            for q in range(CHUNK // 2):
+            for q in range(chunk_len // 2):
                 if in_f32:
                     rows = [f32(row) for row in v.b_rows(q, "bw")]
                 else:
@@ -82,7 +83,7 @@ def make_step(spec, model: Exact, ctx: Context):
                     s = s + p
             return s
 
-        s = kl.fori(kc // CHUNK, chunk, jnp.full(acc.shape, -0.0, jnp.float64))
+        s = kl.fori(kc // chunk_len, chunk, jnp.full(acc.shape, -0.0, jnp.float64))
         return finish(s, view, acc)
 
     def slow(view, acc):
