@@ -175,6 +175,7 @@ def gemm(
     ``devices='local'`` uses this process's devices only (independent work per process).
     """
     spec = operands.scaled_spec(lookup(builtin, target), a, b, scale_a, scale_b, fmt_a, fmt_b)
+    spec.require_single_block("jwmma.gemm")
     if spec.scaled:  # elements and their block scales as one word each (`operands.scaled_words`)
         a, b = operands.scaled_words(spec, a, b, scale_a, scale_b)
     if path not in PATHS:
