@@ -300,3 +300,12 @@ def test_gemm_drivers_refuse_multi_block_rows(rng):
         jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32")
     with pytest.raises(ValueError, match="multi-block"):
         jwmma.Unit("mfma_f32_4x4x4f16")
+
+
+def test_layout_view_names_the_block():
+    """`jwmma layout` shows a stacked row as (block, row of the block)."""
+    from jwmma.isa import view
+    spec = jwmma.BUILTINS["mfma_i32_4x4x4i8"]
+    lines = {view.describe(spec, en) for en in view.entries(spec, "b")}
+    assert any(ln.startswith("lane 10  elem  1") and ln.endswith("-> block 2 B[1][2]") for ln in lines)
+    assert "16 blocks of K x N" in view.matrix_of(spec, "b")[2]
