@@ -292,12 +292,65 @@ def test_bad_blgp_and_bf16_on_gfx908():
         lookup("mfma_f32_4x4x4bf16_1k", "gfx908")
 
 
-def test_gemm_drivers_refuse_multi_block_rows(rng):
-    """The GEMM drivers plan one block per call; a multi-block row is refused with what to do."""
+def _gemm_case(rng, name, target):
+    """jwmma.gemm of a (2M x 3K) x (3K x 2N) problem: its 2 x 2 output tiles, each 3 K steps, are
+    the blocks of three chained builtin calls (blocks beyond 4 are zeros); and a GEMM of one
+    block's M x N x K is block 0 of one call."""
+    spec = lookup(name, target)
+    m, k, nb = spec.m, spec.k, spec.blocks
+    if spec.integer:
+        a = rng.integers(-128, 128, (2 * m, 3 * k)).astype(np.int8)
+        b = rng.integers(-128, 128, (3 * k, 2 * m)).astype(np.int8)
+        c = rng.integers(-2**31, 2**31, (2 * m, 2 * m), dtype=np.int64).astype(np.int32)
+    else:
+        a = _values(rng, spec.a_format.dtype, (2 * m, 3 * k), "adversarial")
+        b = _values(rng, spec.a_format.dtype, (3 * k, 2 * m), "random")
+        c = _values(rng, np.float32, (2 * m, 2 * m), "random")
+    got = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target)).view(np.int32)
+    tiles = [(i, j) for i in range(2) for j in range(2)][:nb]
+    a_s = np.zeros((3, nb, m, k), a.dtype)
+    b_s = np.zeros((3, nb, k, m), b.dtype)
+    c_b = np.zeros((nb, m, m), c.dtype)
+    for blk, (i, j) in enumerate(tiles):
+        for s in range(3):
+            a_s[s, blk] = a[i * m:(i + 1) * m, s * k:(s + 1) * k]
+            b_s[s, blk] = b[s * k:(s + 1) * k, j * m:(j + 1) * m]
+        c_b[blk] = c[i * m:(i + 1) * m, j * m:(j + 1) * m]
+    fn = getattr(jwmma, name)
+    pk = dict(target=target)
+    d = jwmma.pack_c(name, c_b, **pk)
+    for s in range(3):
+        d = fn(jwmma.pack_a(name, a_s[s], **pk), jwmma.pack_b(name, b_s[s], **pk), d, 0, 0, 0, **pk)
+    want = np.asarray(jwmma.unpack_c(name, d, **pk)).view(np.int32)
+    for blk, (i, j) in enumerate(tiles):
+        assert np.array_equal(got[i * m:(i + 1) * m, j * m:(j + 1) * m], want[blk]), (name, target, blk)
+    one = np.asarray(jwmma.gemm(a[:m, :k], b[:k, :m], c[:m, :m], builtin=name, target=target)).view(np.int32)
+    d1 = fn(jwmma.pack_a(name, a_s[0], **pk), jwmma.pack_b(name, b_s[0], **pk), jwmma.pack_c(name, c_b, **pk),
+            0, 0, 0, **pk)
+    assert np.array_equal(one, np.asarray(jwmma.unpack_c(name, d1, **pk))[0].view(np.int32))
+
+
+def test_gemm_tiles_are_blocks(rng):
+    _gemm_case(rng, "mfma_f32_16x16x4f16", "gfx908")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target", [("mfma_f32_32x32x1f32", "gfx90a"), ("mfma_f32_4x4x1f32", "gfx942"),
+                                         ("mfma_f32_4x4x4bf16_1k", "gfx90a"), ("mfma_f32_32x32x4f16", "gfx950"),
+                                         ("mfma_i32_4x4x4i8", "gfx942"), ("mfma_i32_32x32x4i8", "gfx908")])
+def test_gemm_tiles_are_blocks_grid(rng, name, target):
+    _gemm_case(rng, name, target)
+
+
+def test_gemm_register_path_and_units_refuse_multi_block_rows(rng):
+    """The register path builds one block's fragments per call, and cbsz/abid have no meaning for
+    independent output tiles: both are refused with what to do; so is a `Unit` (not planned yet)."""
     a = rng.standard_normal((32, 1)).astype(np.float32)
     b = rng.standard_normal((1, 32)).astype(np.float32)
     with pytest.raises(ValueError, match="multi-block mfma_f32_32x32x1f32 .*pack_a takes \\(blocks, M, K\\)"):
-        jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32")
+        jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32", path="registers")
+    with pytest.raises(ValueError, match="cbsz/abid"):
+        jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32", cbsz=1)
     with pytest.raises(ValueError, match="multi-block"):
         jwmma.Unit("mfma_f32_4x4x4f16")
 

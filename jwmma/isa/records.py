@@ -261,12 +261,14 @@ class BuiltinSpec:
         return f"{words} {width}-bit index sets ({sets}); {how}"
 
     def require_single_block(self, what: str) -> None:
-        """Raise ValueError where ``what`` (a GEMM driver) gets a multi-block row: its blocks are
-        independent products whose tiling the drivers do not plan yet (BUILTINS_DENSE.md 10)."""
+        """Raise ValueError where ``what`` (a GEMM driver that packs one tile's registers per call:
+        gemm's register path, `Unit`, `jwmma.kernel`) gets a multi-block row, whose call holds
+        several tiles (BUILTINS_DENSE.md 10); gemm's matrix path takes such rows."""
         if self.blocks > 1:
             raise ValueError(f"{what} does not drive the multi-block {self.name} ({self.blocks} independent "
                              f"{self.m}x{self.n}x{self.k} blocks per call) yet; call the builtin on registers "
-                             f"(pack_a takes (blocks, M, K)) or use a single-block MFMA")
+                             f"(pack_a takes (blocks, M, K)), jwmma.gemm's matrix path (each output tile one "
+                             f"block) or a single-block MFMA")
 
     def signature(self) -> str:
         """The HIP prototype, as in the seed pages."""
