@@ -124,6 +124,9 @@ def cmd_list(args) -> int:
     print("forms take blgp 0..7 (B lane patterns). mfma_scale_*: A and B are v8int holding 32 elements of")
     print("the formats fmt_a/fmt_b pick (0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, 3 bf6 E3M2, 4 fp4 E2M1; 8, 6")
     print("or 4 VGPRs used), with E8M0 scales per 32 K in scale_a/scale_b (byte opsel of a lane).")
+    print("Multi-block MFMA (32x32x1f32, 16x16x4f16, 4x4x4i8, ...: 64/M independent blocks per call): cbsz/abid")
+    print("give block b the A of block (b // 2**cbsz) * 2**cbsz + abid; blgp 0..7 on every chip; fragments")
+    print("take and return (blocks, M, K) etc.")
     print(f"Not emulated: {OPTIONAL}.")
     print("Default model evidence (measured* = measured on a dense relative, transfer assumed):")
     for text, n in notes.items():
@@ -134,7 +137,7 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 88 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 100 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()} | set(all_targets())),
                    help="only RDNA4 (gfx12), RDNA3 (gfx1100; --target gfx1151 for Strix Halo), CDNA4 (gfx950) or "

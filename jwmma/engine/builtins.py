@@ -1,4 +1,4 @@
-"""The 88 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 100 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -24,7 +24,7 @@ from ..isa.table import BUILTINS, BuiltinSpec, lookup
 from ..keywords import check_keywords, plain_signature
 from ..numerics.rounding import x64_scope
 from . import fragments
-from .index import check_blgp, index_offset, report_violations
+from .index import check_blgp, check_broadcast, index_offset, report_violations
 from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
 from .step import context, step
@@ -36,7 +36,8 @@ __all__ = ["call", "make", "run_call", "run_registers", "run_waves", "wave_block
 
 # ------------------------------------------------------------------------------ the kernel
 def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=None, *, s: int, options,
-               a_signed=True, b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0)):
+               a_signed=True, b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0),
+               broadcast: tuple = (0, 0)):
     """One builtin call on validated, broadcast registers (jitted as `run_registers`).
 
     Args:
@@ -44,29 +45,37 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         idx: (*batch, lanes) int32; scale_a, scale_b: (*batch, lanes) scale registers of a
         block-scaled builtin (else None); s: the index set's bit offset; options: resolved
         `jwmma.Options`; a_signed, b_signed, clamp: the integer modifiers; blgp: the CDNA3
-        f32 MFMA's B lane pattern; opsel: the scale bytes (scale_a's, scale_b's).
+        f32 MFMA's B lane pattern; opsel: the scale bytes (scale_a's, scale_b's); broadcast:
+        a multi-block MFMA's (cbsz, abid), the A block each block computes with.
     Returns:
         D registers of c's shape and dtype.
     """
     if blgp:  # B is read from other lanes (BUILTINS_DENSE.md 3.1)
         b = b[..., layouts.BLGP_LANES[blgp], :]
+    if broadcast != (0, 0):  # A of one block read by 2**cbsz blocks (BUILTINS_DENSE.md 10)
+        a = a[..., layouts.cbsz_lanes(spec.m, *broadcast), :]
     a_lane, b_lane = fragments.regs_to_codes(spec.a, a), fragments.regs_to_codes(spec.b, b)
-    a_mat = fragments.lanes_to_matrix(spec.a_layout, (spec.m, spec.kc), a_lane)
-    b_mat = fragments.lanes_to_matrix(spec.b_layout, (spec.k, spec.n), b_lane)
+    a_mat = fragments.lanes_to_matrix(spec.a_layout, spec.a_shape, a_lane)
+    b_mat = fragments.lanes_to_matrix(spec.b_layout, spec.b_shape, b_lane)
     if spec.scaled:  # every element carries its block's E8M0 scale: element | scale << 8
         sa, sb = fragments.scale_matrices(spec, scale_a, scale_b, opsel)
         a_mat, b_mat = a_mat | (sa << 8), b_mat | (sb << 8)
     pos = fragments.positions(spec, idx, s)
-    c_mat = fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), fragments.regs_to_codes(spec.c, c))
+    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.regs_to_codes(spec.c, c))
+    if spec.blocks > 1:  # the blocks are independent products: a batch dimension of one step
+        split = lambda x, r: x.reshape(*x.shape[:-2], spec.blocks, r, x.shape[-1])
+        a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
+        pos = jnp.zeros((*a_mat.shape[:-2], spec.m, spec.kc), jnp.int32)
     d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
              clamp=clamp)
+    d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
     return fragments.codes_to_regs(spec.c, fragments.matrix_to_lanes(spec.c_layout, d.astype(jnp.int32)),
                                    c.dtype)
 
 
 #: the jitted kernel of every builtin call (also issued per K step by the GEMM register path)
 run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed",
-                                                     "clamp", "blgp", "opsel"))
+                                                     "clamp", "blgp", "opsel", "broadcast"))
 
 
 def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
@@ -74,18 +83,18 @@ def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
     stay under the model's working set (`jwmma.models.Model.working_set` for one wave), so
     that intermediates stay in cache and peak memory does not grow with the batch."""
     budget = model.working_set(ctx, options, (2, spec.m, spec.kc), (2, spec.k, spec.n))  # one of many waves
-    per_wave = spec.m * spec.kc * spec.n
+    per_wave = spec.blocks * spec.m * spec.kc * spec.n
     return int(max(1, min(waves, budget // per_wave)))
 
 
 def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
-           b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0)):
+           b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0)):
     """`_registers` on (W, lanes, n) registers, W waves cut into blocks (`wave_block`) run one
     after the other (lax.map): every wave is independent, so no bit changes, and memory is
     the operands, D and one block's working set at any W."""
     w = a.shape[0]
     run = functools.partial(_registers, spec, model, s=s, options=options, a_signed=a_signed, b_signed=b_signed,
-                            clamp=clamp, blgp=blgp, opsel=opsel)
+                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast)
     bw = wave_block(spec, model, context(spec, clamp), options, w)
     if bw >= w:
         return run(a, b, c, idx, scale_a, scale_b)
@@ -102,11 +111,11 @@ def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, 
 
 #: a direct builtin call: the kernel over blocks of waves
 run_waves = jax.jit(_waves, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
-                                             "blgp", "opsel"))
+                                             "blgp", "opsel", "broadcast"))
 
 
 def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
-         check=False, options=None, backend=None, blgp=0, scales=(None, None), opsel=(0, 0)):
+         check=False, options=None, backend=None, blgp=0, scales=(None, None), opsel=(0, 0), broadcast=(0, 0)):
     """Validate the operands of ``spec`` and run it: what every builtin function does.
 
     Args:
@@ -117,11 +126,12 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         options, backend: execution options (`jwmma.Options`); blgp: the CDNA3 f32 MFMA's B
         lane pattern (checked); scales: a block-scaled builtin's (scale_a, scale_b) registers
         (*batch, lanes) int32, None for no scaling (every byte 127, factor 1); opsel: their
-        bytes (checked).
+        bytes (checked); broadcast: a multi-block MFMA's (cbsz, abid) (`check_broadcast`).
     Returns:
         D registers, c's shape (after broadcasting) and dtype.
     """
     check = check_bool_kw(check, "check")
+    broadcast = check_broadcast(spec, *broadcast)
     a = fragments.check_regs(spec, spec.a, a, "a")
     b = fragments.check_regs(spec, spec.b, b, "b")
     c = fragments.check_regs(spec, spec.c, c, "c")
@@ -146,11 +156,12 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
                 _report_copies(spec, what, regs)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(batch + c.shape[-2:], c.dtype)
-    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.m * spec.kc * spec.n, m,
-                  (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, shapes_key(a, b, c, idx, *scales)))
+    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.blocks * spec.m * spec.kc * spec.n, m,
+                  (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, broadcast,
+                   shapes_key(a, b, c, idx, *scales)))
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
-                        clamp=clamp, blgp=blgp, opsel=opsel)
+                        clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast)
 
 
 def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
@@ -171,7 +182,7 @@ def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
 
 
 def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
-          b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0)):
+          b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0)):
     """A whole builtin call on validated registers as one program (jitted as `run_call`):
     broadcast the waves, flatten them, `_waves`, and D back in C's shape and dtype. Nothing
     runs outside it: every eager JAX operation on a new shape would compile a program of its
@@ -184,14 +195,14 @@ def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, o
     w = int(np.prod(batch, dtype=np.int64))
     flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx, sa, sb)]
     d = _waves(spec, model, *flat, s=s, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
-               blgp=blgp, opsel=opsel)
+               blgp=blgp, opsel=opsel, broadcast=broadcast)
     d = d.reshape(batch + d.shape[1:])
     return d if d.dtype == c_dtype else lax.bitcast_convert_type(d, c_dtype)
 
 
 #: a direct builtin call, validation aside: one program per builtin, model, options and shapes
 run_call = effort_jit(_call, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
-                                             "blgp", "opsel"))
+                                             "blgp", "opsel", "broadcast"))
 
 
 # ------------------------------------------------------------------------ the functions
@@ -206,11 +217,15 @@ def _hip_call(spec: BuiltinSpec, arguments: dict):
     a_signed = check_static_bool(r.get("a_signed", True), conv.name_of("a_signed", "a_neg"))
     b_signed = check_static_bool(r.get("b_signed", True), conv.name_of("b_signed", "b_neg"))
     clamp = check_static_bool(r.get("clamp", False), "clamp")
-    s = index_offset(spec, r.get("cbsz", 0), r.get("abid", 0), r.get("index_key", 0))
+    cbsz_abid = (r.get("cbsz", 0), r.get("abid", 0))
+    if spec.blocks > 1:  # cbsz/abid pick A blocks (BUILTINS_DENSE.md 10), not an index set
+        broadcast, s = cbsz_abid, index_offset(spec, 0, 0, r.get("index_key", 0))
+    else:
+        broadcast, s = (0, 0), index_offset(spec, *cbsz_abid, r.get("index_key", 0))
     return call(spec, r["a"], r["b"], r["c"], r.get("index"), s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
                 model=r["model"], check=r["check"], options=r["options"], backend=r["backend"],
                 blgp=r.get("blgp", 0), scales=(r.get("scale_a"), r.get("scale_b")),
-                opsel=(r.get("opsel_a", 0), r.get("opsel_b", 0)))
+                opsel=(r.get("opsel_a", 0), r.get("opsel_b", 0)), broadcast=broadcast)
 
 
 def _doc(spec: BuiltinSpec) -> str:
@@ -342,6 +357,19 @@ mfma_f32_16x16x32_fp8_fp8 = make("mfma_f32_16x16x32_fp8_fp8")
 mfma_f32_16x16x32_fp8_bf8 = make("mfma_f32_16x16x32_fp8_bf8")
 mfma_f32_16x16x32_bf8_fp8 = make("mfma_f32_16x16x32_bf8_fp8")
 mfma_f32_16x16x32_bf8_bf8 = make("mfma_f32_16x16x32_bf8_bf8")
+# CDNA multi-block MFMA (gfx942; gfx908, gfx90a, gfx950 with target=)
+mfma_f32_32x32x1f32 = make("mfma_f32_32x32x1f32")
+mfma_f32_16x16x1f32 = make("mfma_f32_16x16x1f32")
+mfma_f32_4x4x1f32 = make("mfma_f32_4x4x1f32")
+mfma_i32_32x32x4i8 = make("mfma_i32_32x32x4i8")
+mfma_i32_16x16x4i8 = make("mfma_i32_16x16x4i8")
+mfma_i32_4x4x4i8 = make("mfma_i32_4x4x4i8")
+mfma_f32_32x32x4f16 = make("mfma_f32_32x32x4f16")
+mfma_f32_16x16x4f16 = make("mfma_f32_16x16x4f16")
+mfma_f32_4x4x4f16 = make("mfma_f32_4x4x4f16")
+mfma_f32_32x32x4bf16_1k = make("mfma_f32_32x32x4bf16_1k")
+mfma_f32_16x16x4bf16_1k = make("mfma_f32_16x16x4bf16_1k")
+mfma_f32_4x4x4bf16_1k = make("mfma_f32_4x4x4bf16_1k")
 # CDNA4 (gfx950) dense MFMA and the block-scaled f8f6f4
 mfma_f32_16x16x32_f16 = make("mfma_f32_16x16x32_f16")
 mfma_f32_32x32x16_f16 = make("mfma_f32_32x32x16_f16")

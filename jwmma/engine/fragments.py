@@ -42,7 +42,7 @@ _MATRIX = {"a": ("a_comp", "(*batch, M, Kc)"), "b": ("b", "(*batch, K, N)"), "c"
 
 def _parts(spec: BuiltinSpec, which: str):
     """(operand, layout, matrix shape, element type) of operand 'a', 'b' or 'c'."""
-    shape = {"a": (spec.m, spec.kc), "b": (spec.k, spec.n), "c": (spec.m, spec.n)}[which]
+    shape = {"a": spec.a_shape, "b": spec.b_shape, "c": spec.c_shape}[which]
     return getattr(spec, which), getattr(spec, f"{which}_layout"), shape, getattr(spec, f"{which}_type")
 
 
@@ -66,7 +66,12 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
     x = as_array(x, what)
     spec = _fmt(spec, which, fmt, x if which != "c" else None)
     op, layout, shape, t = _parts(spec, which)
-    check_last_dims(x, shape, what, form)
+    if spec.blocks > 1:  # (*batch, blocks, R, C): the blocks stacked along the rows
+        per = (shape[0] // spec.blocks, shape[1])
+        check_last_dims(x, (spec.blocks, *per), what, "(*batch, blocks, " + form[9:])
+        x = x.reshape(*x.shape[:-3], *shape)
+    else:
+        check_last_dims(x, shape, what, form)
     codes = value_codes(t, x, what, check=check)
     if op.elem_bits < 32:
         codes = codes & ((1 << op.elem_bits) - 1)
@@ -77,7 +82,10 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     spec = _fmt(lookup(name, target), which, fmt)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
-    return codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
+    out = codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
+    if spec.blocks > 1:  # (*batch, blocks, R, C)
+        out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
+    return out
 
 
 @strict_keywords

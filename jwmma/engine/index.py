@@ -13,7 +13,7 @@ from ..keywords import strict_keywords
 from .index_registers import check_index
 from .validation import as_array, check_static_int, fail_if
 
-__all__ = ["index_offset", "check_blgp", "index_violations", "violations", "report_violations"]
+__all__ = ["index_offset", "check_blgp", "check_broadcast", "index_violations", "violations", "report_violations"]
 
 _RULE_TEXT = {"increasing": "index0 < index1 (CDNA ISA restriction)", "distinct": "two different positions (2:4 rule)"}
 
@@ -45,6 +45,25 @@ def index_offset(spec: BuiltinSpec, cbsz=0, abid=0, index_key=0) -> int:
         return 0
     index_key = check_static_int(index_key, "index_key", 0, spec.n_sets - 1)
     return spec.index_sets[index_key]
+
+
+def check_broadcast(spec: BuiltinSpec, cbsz=0, abid=0) -> tuple:
+    """A multi-block MFMA's (cbsz, abid) as static ints (BUILTINS_DENSE.md 10): cbsz in
+    0..log2(blocks), abid in 0..2**cbsz - 1; block b computes with the A of block
+    (b // 2**cbsz) * 2**cbsz + abid. Other builtins pass (0, 0)."""
+    if spec.blocks == 1:
+        return (0, 0)
+    top = spec.blocks.bit_length() - 1
+    cbsz = check_static_int(cbsz, "cbsz", -2**31, 2**31)
+    abid = check_static_int(abid, "abid", -2**31, 2**31)
+    rule = (f"cbsz 0..{top} (log2 of its {spec.blocks} blocks), abid 0..2**cbsz - 1: block b computes with the A "
+            f"of block (b // 2**cbsz) * 2**cbsz + abid")
+    if not 0 <= cbsz <= top:
+        raise ValueError(f"cbsz must be in [0, {top}] for {spec.name} ({rule}), got {cbsz}")
+    if not 0 <= abid < 1 << cbsz:
+        raise ValueError(f"abid must be in [0, {(1 << cbsz) - 1}] for {spec.name} with cbsz={cbsz} ({rule}), "
+                         f"got {abid}")
+    return (cbsz, abid)
 
 
 def _keywords(spec: BuiltinSpec):

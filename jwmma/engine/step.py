@@ -88,10 +88,16 @@ def dense_as_sparse(a_codes, b_codes):
     group of four and B rows 2q, 2q+1 at dense rows 4q, 4q+1 (rows 4q+2, 4q+3: zeros that no
     position selects), so that stored value c multiplies B row c.
 
+    An odd K (the multi-block f32 MFMA, K = 1) gets one more B row of zeros first, which no
+    position selects either.
+
     Returns:
-        (pos (..., M, K) int32, b (..., 2K, N) codes).
+        (pos (..., M, K) int32, b (..., 2K, N) codes; 2K + 2 rows for an odd K).
     """
     *lead, k, n = b_codes.shape
+    if k % 2:
+        b_codes = jnp.concatenate([b_codes, jnp.zeros_like(b_codes[..., :1, :])], axis=-2)
+        k += 1
     pairs = b_codes.reshape(*lead, k // 2, 2, n)
     spread = jnp.concatenate([pairs, jnp.zeros_like(pairs)], axis=-2).reshape(*lead, 2 * k, n)
     pos = jnp.broadcast_to(jnp.arange(a_codes.shape[-1], dtype=jnp.int32) % 2, a_codes.shape)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "rdna4_dense_b", "cdna4_a", "cdna4_b", "cdna4_c", "cdna3_b",
-           "cdna4_scaled_a", "cdna4_scaled_b", "scale_lanes", "BLGP_LANES", "rdna3_a", "rdna3_b", "rdna3_c",
+           "cdna4_scaled_a", "cdna4_scaled_b", "scale_lanes", "BLGP_LANES", "blocks_a", "blocks_b", "blocks_c",
+           "cbsz_lanes", "rdna3_a", "rdna3_b", "rdna3_c",
            "inverse"]
 
 
@@ -149,6 +150,45 @@ def cdna4_c(m: int) -> np.ndarray:
         return _stack(4 * (lane // 16) + t, lane % 16)
     lane, t = _grid(64, 16)
     return _stack(8 * (t // 4) + 4 * (lane // 32) + t % 4, lane % 32)
+
+
+# ------------------------------------------------------------------ CDNA multi-block MFMA (wave64)
+# BUILTINS_DENSE.md 10: blocks = 64 / M independent products; block b of A sits in rows
+# bM..bM+M-1 of a (blocks*M, K) matrix, of B in rows bK..bK+K-1 of (blocks*K, N), of C/D in
+# rows bM..bM+M-1 of (blocks*M, N).
+def blocks_a(m: int, n_a: int) -> np.ndarray:
+    """A: lane L holds row L % M of block L // M, all K in its elements: stacked row L, k = e."""
+    lane, e = _grid(64, n_a)
+    return _stack(lane, e)
+
+
+def blocks_b(m: int, n_b: int) -> np.ndarray:
+    """B: lane L holds column L % N of block L // N, k = e: stacked row K*(L // N) + e."""
+    lane, e = _grid(64, n_b)
+    return _stack(n_b * (lane // m) + e, lane % m)
+
+
+def blocks_c(m: int) -> np.ndarray:
+    """C/D (calculator): 32x32 (2 blocks): block t // 16, row 8*((t%16)//4) + 4*(L//32) + t%4,
+    column L % 32; 16x16 (4 blocks): block t // 4, row 4*(L//16) + t%4, column L % 16; 4x4
+    (16 blocks): block L // 4, row t, column L % 4."""
+    lane, t = _grid(64, m)  # blocks * M * N / 64 = M registers
+    if m == 32:
+        row = 32 * (t // 16) + 8 * ((t % 16) // 4) + 4 * (lane // 32) + t % 4
+    elif m == 16:
+        row = 16 * (t // 4) + 4 * (lane // 16) + t % 4
+    else:
+        row = 4 * (lane // 4) + t
+    return _stack(row, lane % m)
+
+
+def cbsz_lanes(m: int, cbsz: int, abid: int) -> np.ndarray:
+    """CBSZ/ABID (calculator ``_get_cbsz_abid_transformed_block``): block b computes with the A
+    of block (b // 2**cbsz) * 2**cbsz + abid, so A lane L is read from lane
+    M * (2**cbsz * ((L // M) // 2**cbsz) + abid) + L % M (64 lanes, blocks * M = 64)."""
+    lane = np.arange(64)
+    g = 1 << cbsz
+    return (m * (g * ((lane // m) // g) + abid) + lane % m).astype(np.int32)
 
 
 def inverse(layout: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -73,7 +73,9 @@ class Family:
     ``modifiers``: how a dense MFMA reads cbsz/abid/blgp ('mfma': all must be 0 except blgp on
     a row that declares a swizzle; '' for families without them),
     ``replicated``: True where every lane group of 16 lanes holds the whole A and B (RDNA3
-    WMMA: each lane a whole row of A and column of B; the emulator reads lanes 0-15)."""
+    WMMA: each lane a whole row of A and column of B; the emulator reads lanes 0-15),
+    ``blocks``: True for the multi-block MFMA (wave/M independent M x N x K products per call,
+    the blocks stacked along the matrix rows, BUILTINS_DENSE.md 10)."""
 
     title: str
     arch: str
@@ -87,6 +89,7 @@ class Family:
     scaled: bool = False
     modifiers: str = ""
     replicated: bool = False
+    blocks: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,7 +110,10 @@ class BuiltinSpec:
     blgp: 'swizzle' where blgp 0..7 permutes B's lanes (f32 MFMA; every single-block MFMA on
     gfx908/gfx90a), '' where it must be
     0 (or the builtin has none); scaled: block-scaled (E8M0 scales per 32 K); fmt_codes: the
-    (A, B) format codes of a scaled row (its variants: `jwmma.isa.table.lookup`'s formats=).
+    (A, B) format codes of a scaled row (its variants: `jwmma.isa.table.lookup`'s formats=);
+    blocks: independent M x N x K products per call (multi-block MFMA: wave/M; else 1), the
+    layouts then cover matrices with the blocks stacked along the rows (`a_shape`, `b_shape`,
+    `c_shape`).
     """
 
     name: str
@@ -138,8 +144,24 @@ class BuiltinSpec:
     blgp: str = ""
     scaled: bool = False
     fmt_codes: tuple = ()
+    blocks: int = 1
 
     # ---------------------------------------------------------------- derived facts
+    @property
+    def a_shape(self) -> tuple:
+        """Shape of the A matrix the layout covers: (blocks * M, Kc), block b in rows bM..bM+M-1."""
+        return (self.blocks * self.m, self.kc)
+
+    @property
+    def b_shape(self) -> tuple:
+        """Shape of the B matrix the layout covers: (blocks * K, N), block b in rows bK..bK+K-1."""
+        return (self.blocks * self.k, self.n)
+
+    @property
+    def c_shape(self) -> tuple:
+        """Shape of the C/D matrix the layout covers: (blocks * M, N), block b in rows bM..bM+M-1."""
+        return (self.blocks * self.m, self.n)
+
     @property
     def lanes(self) -> int:
         return self.wave
@@ -153,7 +175,7 @@ class BuiltinSpec:
     def copies(self) -> int:
         """How many copies of A (and of B) the registers hold: wave/16 for RDNA3 WMMA, whose
         every 16-lane group holds the whole matrix (the first copy, lanes 0-15, is read), else 1."""
-        return max(1, self.lanes * self.a.elems // (self.m * self.kc))
+        return max(1, self.lanes * self.a.elems // (self.blocks * self.m * self.kc))
 
     @property
     def integer(self) -> bool:
@@ -237,6 +259,16 @@ class BuiltinSpec:
         else:
             how = "the builtin reads set 0 unless called with index_key=1"
         return f"{words} {width}-bit index sets ({sets}); {how}"
+
+    def require_single_block(self, what: str) -> None:
+        """Raise ValueError where ``what`` (a GEMM driver that packs one tile's registers per call:
+        gemm's register path, `Unit`, `jwmma.kernel`) gets a multi-block row, whose call holds
+        several tiles (BUILTINS_DENSE.md 10); gemm's matrix path takes such rows."""
+        if self.blocks > 1:
+            raise ValueError(f"{what} does not drive the multi-block {self.name} ({self.blocks} independent "
+                             f"{self.m}x{self.n}x{self.k} blocks per call) yet; call the builtin on registers "
+                             f"(pack_a takes (blocks, M, K)), jwmma.gemm's matrix path (each output tile one "
+                             f"block) or a single-block MFMA")
 
     def signature(self) -> str:
         """The HIP prototype, as in the seed pages."""

@@ -28,7 +28,7 @@ from .types import LONG, SHORT, element_type
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
            "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "RDNA3_WMMA", "RDNA3_WMMA_W64", "CDNA3_MFMA",
-           "CDNA4_MFMA", "CDNA4_MFMA_SCALE", "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
+           "CDNA_MFMA_BLOCKS", "CDNA4_MFMA", "CDNA4_MFMA_SCALE", "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
 
 
 RDNA4_SWMMAC = Family(
@@ -77,6 +77,14 @@ CDNA3_MFMA = Family(  # docs/spec/BUILTINS_DENSE.md 1.1, 2 (the calculator's eve
     bf16_storage=SHORT,  # the `_1k` builtins take bf16 as `short` bit patterns
     dense=True, modifiers="mfma",
 )
+CDNA_MFMA_BLOCKS = Family(  # BUILTINS_DENSE.md 10: the multi-block forms, blocks = 64 / M
+    "CDNA multi-block MFMA", "gfx942", 64, _NO_INDEX,
+    a_layout=lambda m, n_a, bits, k: layouts.blocks_a(m, n_a),
+    b_layout=lambda m, n_b, bits, k: layouts.blocks_b(m, n_b),
+    c_layout=layouts.blocks_c,
+    bf16_storage=SHORT,
+    dense=True, modifiers="mfma", blocks=True,
+)
 CDNA4_MFMA = Family(  # BUILTINS_DENSE.md 1.2, 4: the CDNA3 formulas with K doubled
     "CDNA4 MFMA", "gfx950", 64, _NO_INDEX,
     a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),
@@ -96,8 +104,8 @@ CDNA4_MFMA_SCALE = Family(  # BUILTINS_DENSE.md 1.2, 5
 SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
-OPTIONAL = ("multi-block MFMA (_2b/_4b/_16b: mfma_f32_32x32x1f32, mfma_f32_4x4x4f16, mfma_i32_16x16x4i8, "
-            "mfma_f32_32x32x4bf16_1k, gfx908/gfx90a's mfma_f32_32x32x2bf16, ...), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
+OPTIONAL = ("gfx908/gfx90a's multi-block non-1k bf16 MFMA (mfma_f32_32x32x2bf16, mfma_f32_16x16x2bf16, "
+            "mfma_f32_4x4x2bf16), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
             "16-bit-output WMMA with opsel (wmma_f16_16x16x16_f16_w32/_w64, wmma_bf16_16x16x16_bf16_w32/_w64 and "
             "their _tied forms)")
 
@@ -242,7 +250,8 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
     if not set(per_target) <= {t for t, _ in chips}:
         raise ValueError(f"{name}: per_target names chips outside its targets")
     kc = k if family.dense else k // 2
-    n_a, n_b, n_c = m * kc // family.wave, k * n // family.wave, m * n // family.wave
+    blocks = family.wave // m if family.blocks else 1
+    n_a, n_b, n_c = (blocks * x // family.wave for x in (m * kc, k * n, m * n))
     if family.replicated:  # every lane a whole row of A and column of B
         n_a, n_b = kc, k
     pairs = [(fa, fb) for fa in SCALE_FORMATS for fb in SCALE_FORMATS] if family.scaled else [None]
@@ -261,7 +270,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
                 c_layout=family.c_layout(m), dense=family.dense, target=target,
                 targets=tuple(t for t, _ in chips),
                 chain_order=rocjitsu_chain_order(kc) if register_chain else None,
-                blgp=own.get("blgp", blgp), scaled=family.scaled, fmt_codes=codes or (),
+                blgp=own.get("blgp", blgp), scaled=family.scaled, fmt_codes=codes or (), blocks=blocks,
             ))
     spec = variants[0]
     if targets in TARGET_RULES:
@@ -270,16 +279,16 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
         _VARIANTS[(name, v.target, v.fmt_codes)] = v
     # every layout must cover its matrix exactly once
     for v in variants:
-        layouts.inverse(v.a_layout, (m, v.kc))
-        layouts.inverse(v.b_layout, (k, n))
-        layouts.inverse(v.c_layout, (m, n))
+        layouts.inverse(v.a_layout, v.a_shape)
+        layouts.inverse(v.b_layout, v.b_shape)
+        layouts.inverse(v.c_layout, v.c_shape)
         for arr in (v.a_layout, v.b_layout, v.c_layout):
             arr.setflags(write=False)
     return spec
 
 
 _R4, _C4, _C3, _W4 = RDNA4_SWMMAC, CDNA4_SMFMAC, CDNA3_SMFMAC, RDNA4_WMMA
-_M3, _M4, _MS = CDNA3_MFMA, CDNA4_MFMA, CDNA4_MFMA_SCALE
+_M3, _M4, _MS, _MB = CDNA3_MFMA, CDNA4_MFMA, CDNA4_MFMA_SCALE, CDNA_MFMA_BLOCKS
 _ROWS = (
     # RDNA4 SWMMAC (gfx1200/1201, wave32): BUILTINS.md section 2.1
     _row(_R4, "swmmac_f32_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f32",
@@ -408,6 +417,22 @@ _ROWS = (
     *(_row(_M3, f"mfma_f32_{mm}x{mm}x{kk}_{fa}_{fb}", m=mm, n=mm, k=kk, a=fa, b=fb, c="f32",
            convention="mfma_cdna3", sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3", long=True)
       for mm, kk in ((32, 16), (16, 32)) for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
+    # CDNA multi-block MFMA (gfx942 by default; gfx908, gfx90a, gfx950 with target=; bf16_1k not on gfx908):
+    # BUILTINS_DENSE.md 10; blgp swizzles B's lanes on every chip
+    *(_row(_MB, f"mfma_f32_{mm}x{mm}x1f32", m=mm, n=mm, k=1, a="f32", b="f32", c="f32", convention="mfma_cdna3",
+           sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12_F32)
+      for mm in (32, 16, 4)),
+    *(_row(_MB, f"mfma_i32_{mm}x{mm}x4i8", m=mm, n=mm, k=4, a="i8", b="i8", c="i32", convention="mfma_cdna3",
+           sets=1, model="exact", evidence=_MFMA_I8, targets="cdna", blgp="swizzle",
+           per_target={t: dict(blgp="swizzle") for t in ("gfx908", "gfx90a")})
+      for mm in (32, 16, 4)),
+    *(_row(_MB, f"mfma_f32_{mm}x{mm}x4f16", m=mm, n=mm, k=4, a="f16", b="f16", c="f32", convention="mfma_cdna3",
+           sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12)
+      for mm in (32, 16, 4)),
+    *(_row(_MB, f"mfma_f32_{mm}x{mm}x4bf16_1k", m=mm, n=mm, k=4, a="bf16", b="bf16", c="f32",
+           convention="mfma_cdna3", sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus", blgp="swizzle",
+           per_target=_ON_CDNA2)
+      for mm in (32, 16, 4)),
     # CDNA4 (gfx950) dense additions and the block-scaled f8f6f4 MFMA: BUILTINS_DENSE.md 1.2, 4, 5
     *(_row(_M4, f"mfma_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="mfma",
            sets=1, model="cdna3", evidence=_MFMA_950)
@@ -423,7 +448,7 @@ _ROWS = (
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
-#: fp8 x fp8), all 88 builtins
+#: fp8 x fp8), all 100 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 

@@ -48,7 +48,13 @@ def index_set_note(spec: BuiltinSpec) -> str:
 
 def matrix_of(spec: BuiltinSpec, operand: str) -> tuple[str, tuple[int, int], str]:
     """(letter, shape, what) of the matrix the registers of ``operand`` ('a', 'b', 'c' or
-    'index') hold, e.g. ('A', (16, 16), 'compressed 16x16 (M x K/2)')."""
+    'index') hold, e.g. ('A', (16, 16), 'compressed 16x16 (M x K/2)'). A multi-block row's
+    matrices stack its blocks along the rows (row b*M + i of A and C, b*K + k of B)."""
+    if spec.blocks > 1 and operand in ("a", "b", "c"):
+        letter, shape = operand.upper(), {"a": spec.a_shape, "b": spec.b_shape, "c": spec.c_shape}[operand]
+        per = {"a": "M x K", "b": "K x N", "c": "M x N"}[operand]
+        return letter, shape, (f"{spec.blocks} blocks of {per} stacked along the rows ({shape[0]}x{shape[1]}; "
+                               f"row b*{shape[0] // spec.blocks} + i is row i of block b)")
     if operand == "a" and spec.dense:
         return "A", (spec.m, spec.k), f"dense {spec.m}x{spec.k} (M x K)"
     if operand in ("a", "index"):
@@ -119,6 +125,9 @@ def describe(spec: BuiltinSpec, en: Entry, index_set: int = 0) -> str:
     if en.hi > 31:  # a 6-bit element straddling two VGPRs (BUILTINS_DENSE.md 5.2)
         bits = f"v[{en.vgpr}] [31:{en.lo}] + v[{en.vgpr + 1}] [{en.hi - 32}:0]"
     target = f"{letter}[{en.row}][{en.col}]"
+    if spec.blocks > 1:  # the stacked row as (block, row of the block)
+        blk, r = divmod(en.row, spec.k if en.operand == "b" else spec.m)
+        target = f"block {blk} {letter}[{r}][{en.col}]"
     line = f"{where}  {bits:<19} -> {target}"
     if en.operand == "a" and not spec.dense:
         s = spec.index_offset(index_set) + 2 * en.e

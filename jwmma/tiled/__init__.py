@@ -175,6 +175,9 @@ def gemm(
     ``devices='local'`` uses this process's devices only (independent work per process).
     """
     spec = operands.scaled_spec(lookup(builtin, target), a, b, scale_a, scale_b, fmt_a, fmt_b)
+    if path == "registers" or (cbsz, abid) != (0, 0):
+        spec.require_single_block("jwmma.gemm(path='registers')" if path == "registers" else
+                                  "jwmma.gemm with cbsz/abid")
     if spec.scaled:  # elements and their block scales as one word each (`operands.scaled_words`)
         a, b = operands.scaled_words(spec, a, b, scale_a, scale_b)
     if path not in PATHS:
@@ -185,7 +188,7 @@ def gemm(
         a_vals = a[0] if isinstance(a, tuple) and len(a) == 2 else a
         a_signed = operands.signedness(spec, "a", as_array(a_vals, "a"), a_neg)
         b_signed = operands.signedness(spec, "b", as_array(b, "b"), b_neg)
-    s = index_offset(spec, cbsz, abid, index_key)
+    s = index_offset(spec, cbsz, abid, index_key)  # multi-block rows: every output tile is one block
     m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
     dist = plan_gemm(spec, a, b, c, mesh=mesh, mesh_axes=mesh_axes, devices=devices)
