@@ -129,7 +129,7 @@ def test_modifiers_per_target():
             jwmma.mfma_f32_16x16x16f16(a, a, c, 0, 1, target=target)
 
 
-@pytest.mark.parametrize("target", ["gfx908", "gfx90a"])
+@pytest.mark.parametrize("target", [pytest.param("gfx908", marks=pytest.mark.slow), "gfx90a"])
 def test_blgp_computes_with_the_swizzled_lanes(rng, target):
     name = "mfma_f32_32x32x8f16"
     a = rng.standard_normal((32, 8)).astype(np.float16)
@@ -497,6 +497,7 @@ def test_non_1k_bf16_gemm_equals_mmasim_steps(rng, name, target):
     _same(got, d.numpy().view(np.uint32))
 
 
+@pytest.mark.slow  # a check of the test data's power (the MMA-Sim cases are the evidence)
 def test_bf16_groups_of_2_are_not_groups_of_4():
     """C = 1 and products 2**-24, 0, 2**-24, 0: groups of 2 join C first, 1 + 2**-24 ties to 1
     twice (result 1); one group of 4 sums 2**-23 first (result 1 + 2**-23). The non-1k rows

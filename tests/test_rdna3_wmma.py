@@ -99,7 +99,8 @@ def _wmma_matrix():
     return np.array(w["a"], np.float32), np.array(w["b"], np.float32), np.array(w["c"], np.float32), want
 
 
-@pytest.mark.parametrize("name", FLOAT)
+@pytest.mark.parametrize("name", [n if n in ("wmma_f32_16x16x16_f16_w32", "wmma_f32_16x16x16_bf16_w64")
+                                  else pytest.param(n, marks=pytest.mark.slow) for n in FLOAT])
 def test_wmma_capture_through_the_builtin(name):
     """rocjitsu's 256-output gfx1100 WMMA capture, both wave sizes; `exact` differs."""
     a, b, c, want = _wmma_matrix()
