@@ -20,7 +20,7 @@ from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_for
 from . import fused_dots
 from .base import Context, Model, as_column
 from .fields import Bool, Int, declare
-from .fma_chain import FMAChain
+from .fma_chain import F32AsFMAChain
 from .grouping import loops, over_groups, unroll_for
 from .specials import product_specials as _product_specials
 from .specials import specials_possible, specials_shortcut
@@ -354,7 +354,7 @@ class Exact(Model):
 
 
 @dataclass(frozen=True)
-class CDNA1(Exact):
+class CDNA1(F32AsFMAChain, Exact):
     """MMA-Sim 2.1.1's CDNA1 (MI100, gfx908) MFMA arithmetic (NUMERICS.md 9.3): f16 and bf16
     products in groups of 4 (f16) / 2 (bf16) consecutive k from C, each group's exact sum with
     the accumulator rounded once to f32 (``MMA_E_FDPA(L_max)``: `Exact` with ``group``); f32
@@ -384,21 +384,8 @@ class CDNA1(Exact):
                     f"them (use Exact(group=...) for exact groups of other formats)")
         return why
 
-    def instruction(self, ctx: Context, a, pos, b, c, select, options):
-        """`Exact.instruction`; f32 operands: the FMA chain (class doc)."""
-        if ctx.a == F32:
-            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
-        return super().instruction(ctx, a, pos, b, c, select, options)
-
-    def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
-        """`Exact.accumulate`; f32 operands: the FMA chain (class doc)."""
-        if ctx.a == F32:
-            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
-        return super().accumulate(a, b, c_bits, ctx, options, product_specials)
 
 
-#: MMA-Sim's f32 MFMA on every CDNA generation (``MMA_FMA``): acc <- RN_f32(a*b + acc) in K order
-_F32_CHAIN = FMAChain()
 
 #: the static band/limb geometry, public for the Pallas kernel of this model (jwmma.backends.pallas)
 band_plan = _plan

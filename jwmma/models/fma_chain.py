@@ -39,7 +39,7 @@ from .fields import Choice
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
 
-__all__ = ["FMAChain", "ORDERS", "NARROWINGS", "NAN_POLICIES"]
+__all__ = ["FMAChain", "F32AsFMAChain", "ORDERS", "NARROWINGS", "NAN_POLICIES"]
 
 ORDERS = ("compressed", "register")
 NARROWINGS = ("nearest", "truncate")
@@ -159,3 +159,25 @@ class FMAChain(Model):
                 narrowed = ((bits32 >> 16) & 0xFFFF) | 0x40
             out = jnp.where(isnan, narrowed, out)
         return out
+
+
+class F32AsFMAChain:
+    """Mixin of the CDNA models (`CDNA3`, `CDNA1`, `CDNA2`): f32 operands run as MMA-Sim's f32
+    MFMA on every CDNA generation (``MMA_FMA``: acc <- RN_f32(a*b + acc) in K order, `FMAChain()`),
+    every other format as the model it is mixed into. Put it first among the bases."""
+
+    def instruction(self, ctx, a, pos, b, c, select, options):
+        """The model's `instruction`; f32 operands: the FMA chain."""
+        if ctx.a == F32:
+            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
+        return super().instruction(ctx, a, pos, b, c, select, options)
+
+    def accumulate(self, a, b, c_bits, ctx, options=None, **kw):
+        """The model's `accumulate` (``kw``: its own keywords); f32 operands: the FMA chain."""
+        if ctx.a == F32:
+            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
+        return super().accumulate(a, b, c_bits, ctx, options, **kw)
+
+
+_F32_CHAIN = FMAChain()
+

@@ -28,7 +28,7 @@ from jax import lax
 from ..numerics.formats import F32, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
 from . import fused_dots
-from .fma_chain import FMAChain
+from .fma_chain import F32AsFMAChain
 from .fields import Bool, Choice, Int, declare
 from .base import Context, as_column
 from .fused_dots import NO_EXP
@@ -394,7 +394,7 @@ def _shift(x, n):
 
 
 @dataclass(frozen=True)
-class CDNA3(FusedGroups):
+class CDNA3(F32AsFMAChain, FusedGroups):
     """MMA-Sim's bit-accurate CDNA3 (gfx942) MFMA algorithm, applied to the compressed
     products (NUMERICS.md 1.3-1.4). The named preset ``"cdna3"`` is ``CDNA3()``, MMA-Sim 2.x
     (PyPI) as it stands; the preset ``"cdna3_c785138"`` is the earlier GitHub version that
@@ -407,18 +407,6 @@ class CDNA3(FusedGroups):
 
     name = "cdna3"
 
-    def instruction(self, ctx: Context, a, pos, b, c, select, options):
-        """`FusedGroups.instruction`; f32 operands: the FMA chain (class doc)."""
-        if ctx.a == F32:
-            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
-        return super().instruction(ctx, a, pos, b, c, select, options)
-
-    def accumulate(self, a, b, c_bits, ctx: Context, options=None, product_specials: bool = True):
-        """`FusedGroups.accumulate`; f32 operands: the FMA chain (class doc)."""
-        if ctx.a == F32:
-            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
-        return super().accumulate(a, b, c_bits, ctx, options, product_specials)
-
     def check(self, ctx: Context):
         why = super().check(ctx)
         if why is None and ctx.a == F32 and self != CDNA3():
@@ -426,6 +414,3 @@ class CDNA3(FusedGroups):
                     f"fused-group fields; use CDNA3() (preset cdna3) or FMAChain()")
         return why
 
-
-#: MMA-Sim's CDNA3 f32 MFMA: acc <- RN_f32(a*b + acc) in K order, canonical NaN
-_F32_CHAIN = FMAChain()

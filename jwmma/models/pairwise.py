@@ -33,7 +33,7 @@ from ..numerics.formats import BF16, F16, F32, decode
 from ..numerics.rounding import add_rn, pow2_f64, round_f64, value_f64
 from .base import Context, Model
 from .fields import Bool, Int, declare
-from .fma_chain import FMAChain
+from .fma_chain import F32AsFMAChain
 from .grouping import over_groups, unroll_for
 
 __all__ = ["PairwiseTree", "CDNA2"]
@@ -100,7 +100,7 @@ class PairwiseTree(Model):
 
 
 @dataclass(frozen=True)
-class CDNA2(PairwiseTree):
+class CDNA2(F32AsFMAChain, PairwiseTree):
     """MMA-Sim 2.1.1's CDNA2 (MI200, gfx90a) MFMA arithmetic: `PairwiseTree` (groups of 4 with
     the MI200 flushing) for f16/bf16 operands, an f32 FMA chain in K order (``MMA_FMA``,
     `FMAChain()`) for f32 operands. The preset ``"cdna2"`` is ``CDNA2()``."""
@@ -120,18 +120,5 @@ class CDNA2(PairwiseTree):
                     f"them (use PairwiseTree(...) for other formats)")
         return why
 
-    def instruction(self, ctx: Context, a, pos, b, c, select, options):
-        """`Model.instruction`; f32 operands: the FMA chain (class doc)."""
-        if ctx.a == F32:
-            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
-        return super().instruction(ctx, a, pos, b, c, select, options)
-
-    def accumulate(self, a, b, c_bits, ctx: Context, options=None):
-        """`PairwiseTree.accumulate`; f32 operands: the FMA chain (class doc)."""
-        if ctx.a == F32:
-            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
-        return super().accumulate(a, b, c_bits, ctx, options)
 
 
-#: MMA-Sim's f32 MFMA on every CDNA generation (``MMA_FMA``)
-_F32_CHAIN = FMAChain()
