@@ -109,6 +109,16 @@ def scale_codes(x, what: str):
     return jnp.asarray(x).astype(jnp.int32) if not isinstance(x, np.ndarray) else x.astype(np.int32)
 
 
+def _scale_call(name: str, which: str, opsel):
+    """The checks `pack_scale` and `unpack_scale` share: (the block-scaled builtin's row, opsel)."""
+    spec = lookup(name)
+    if not spec.scaled:
+        raise ValueError(f"{spec.name} takes no scales (block-scaled builtins: mfma_scale_*)")
+    if which not in ("a", "b"):
+        raise ValueError(f"which must be 'a' or 'b', got {which!r}")
+    return spec, check_static_int(opsel, "opsel", 0, 3)
+
+
 @strict_keywords
 def pack_scale(name: str, scales, which: str = "a", *, opsel: int = 0) -> jnp.ndarray:
     """E8M0 block scales -> a block-scaled MFMA's scale register.
@@ -121,12 +131,7 @@ def pack_scale(name: str, scales, which: str = "a", *, opsel: int = 0) -> jnp.nd
         (*batch, 64) int32: lane M*kb + i (N*kb + j) holds the scale in byte ``opsel``, the
         other bytes are zero (BUILTINS_DENSE.md 5.3).
     """
-    spec = lookup(name)
-    if not spec.scaled:
-        raise ValueError(f"{spec.name} takes no scales (block-scaled builtins: mfma_scale_*)")
-    if which not in ("a", "b"):
-        raise ValueError(f"which must be 'a' or 'b', got {which!r}")
-    opsel = check_static_int(opsel, "opsel", 0, 3)
+    spec, opsel = _scale_call(name, which, opsel)
     shape = _scale_shape(spec, which)
     form = "(*batch, M, K/32)" if which == "a" else "(*batch, K/32, N)"
     x = as_array(scales, "scales")
@@ -144,12 +149,7 @@ def pack_scale(name: str, scales, which: str = "a", *, opsel: int = 0) -> jnp.nd
 def unpack_scale(name: str, regs, which: str = "a", *, opsel: int = 0) -> jnp.ndarray:
     """Inverse of `pack_scale`: (*batch, 64) scale registers -> A's (*batch, M, K/32) or B's
     (*batch, K/32, N) E8M0 codes (uint8) read from byte ``opsel``."""
-    spec = lookup(name)
-    if not spec.scaled:
-        raise ValueError(f"{spec.name} takes no scales (block-scaled builtins: mfma_scale_*)")
-    if which not in ("a", "b"):
-        raise ValueError(f"which must be 'a' or 'b', got {which!r}")
-    opsel = check_static_int(opsel, "opsel", 0, 3)
+    spec, opsel = _scale_call(name, which, opsel)
     regs = check_scale_register(spec, regs, "regs")
     lanes = layouts.scale_lanes(spec.m, spec.k, spec.scale_block)
     out = _scale_bytes(regs, opsel)[..., lanes]
