@@ -25,6 +25,7 @@ from . import layouts
 from .conventions import CONVENTIONS
 from .records import BuiltinSpec, Family, IndexRule, Operand
 from .types import LONG, SHORT, element_type
+from . import evidence as ev  # the evidence strings and per-chip model choices the rows name
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
            "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "RDNA3_WMMA", "RDNA3_WMMA_W64", "CDNA3_MFMA",
@@ -132,65 +133,6 @@ TARGET_RULES = {
 }
 
 
-# ------------------------------------------------------------------------- evidence
-_GFX12_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu); transfer to SWMMAC and its "
-              "4-product step grouping assumed")
-_GFX12_16 = "measured on gfx1201 dense packed WMMA (narrowing after every step); transfer to SWMMAC assumed"
-_GFX12_8 = "assumed: no RDNA4 fp8 matrix captures; single-grid DOT4 step by analogy"
-_STAGED = ("second-hand: GoC's gfx1201 SWMMAC digests need saturation after each compressed-K half "
-           "(64/64 for iu4 K64); without clamp the i32 result wraps")
-_WMMA_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu): 4 products per step in documented K "
-             "order reproduce all 24 one-output captures")
-_WMMA_16 = ("measured on gfx1201 dense packed f16/bf16 WMMA (rocjitsu): narrowing after every 4-product "
-            "step reproduces all 18 packed captures")
-_WMMA_8 = "assumed: no RDNA4 fp8 matrix captures; gfx12_dot4's 8-bit step (one grid per 4 products)"
-_WMMA_INT = ("second-hand: GoC's gfx1201 dense integer digests need saturation after each K-half "
-             "(384/384; one final saturation, model 'exact': 240/384); without clamp the i32 result wraps")
-_CDNA3 = ("assumed: MMA-Sim's bit-accurate CDNA3 (gfx942) algorithm with OCP fp8 decoding; no gfx950 "
-          "characterisation is published")
-_EXACT_I8 = "assumed: exact dot, i32 result wraps (the builtin has no clamp operand)"
-_CDNA3_942 = ("measured on MI300X (gfx942) dense MFMA by MMA-Sim (its bit-accurate CDNA3 algorithm; FNUZ "
-              "fp8/bf8 on gfx942, OCP on gfx950); its application to sparse SMFMAC, and to gfx950, assumed")
-_MFMA_942 = ("measured: MMA-Sim's CDNA3 algorithm, validated on MI300X (gfx942) dense MFMA (f16/bf16 groups of 8, "
-             "fp8/bf8 16 in two stages); the same on gfx950 (target='gfx950', OCP fp8) is an assumption")
-_MFMA_F32 = ("measured: MMA-Sim's CDNA3 f32 MFMA is an f32 FMA chain in K order, validated on MI300X; the same on "
-             "gfx950 is an assumption")
-_MFMA_XF32 = ("measured: MMA-Sim's CDNA3 xf32 MFMA (operands cut to xf32, fused groups of 4), validated on MI300X; "
-              "gfx942 only")
-_MFMA_950 = ("[ASSUMED]: MMA-Sim's CDNA3 parameters applied to the gfx950 doubled-K form (no gfx950 "
-             "characterisation is published)")
-_MFMA_908 = ("measured: MMA-Sim 2.1.1's CDNA1 algorithm (exact fused groups of 4 f16 products, f32 RNE per group), "
-             "validated on MI100 (gfx908) by its authors")
-_MFMA_90A = ("measured: MMA-Sim 2.1.1's CDNA2 algorithm (f32 products, pairwise tree of 4 in f32 RNE, denormals "
-             "flushed at every step), validated on MI200 (gfx90a) by its authors")
-_MFMA_F32_12 = ("measured: MMA-Sim 2.1.1's CDNA1/CDNA2 f32 MFMA is an f32 FMA chain in K order (MMA_FMA), validated on "
-                "MI100/MI200 by its authors")
-#: the single-block rows on gfx908/gfx90a: their model and evidence, blgp swizzles B's lanes
-_ON_CDNA12 = {"gfx908": dict(model="cdna1", evidence=_MFMA_908, blgp="swizzle"),
-              "gfx90a": dict(model="cdna2", evidence=_MFMA_90A, blgp="swizzle")}
-_ON_CDNA12_F32 = {t: dict(r, evidence=_MFMA_F32_12) for t, r in _ON_CDNA12.items()}
-_ON_CDNA2 = {"gfx90a": _ON_CDNA12["gfx90a"]}
-#: the non-1k bf16 rows (gfx908/gfx90a only): MMA-Sim's CDNA1 groups of 2 (the cdna1 preset picks 2 for
-#: bf16) and its CDNA2 tree of 2 (MMA_FTZ_MUL_ADD(P=2): the format does not tell it from bf16_1k, P=4, so the
-#: row names the model)
-_BF16_908 = ("measured: MMA-Sim 2.1.1's CDNA1 algorithm for the non-1k bf16 MFMA (exact fused groups of 2 bf16 "
-             "products, f32 RNE per group), validated on MI100 (gfx908) by its authors")
-_BF16_90A = ("measured: MMA-Sim 2.1.1's CDNA2 algorithm for the non-1k bf16 MFMA (f32 products, pairwise tree of 2 "
-             "in f32 RNE, denormals flushed at every step), validated on MI200 (gfx90a) by its authors")
-_ON_CDNA12_BF16 = {"gfx908": dict(model="cdna1", evidence=_BF16_908, blgp="swizzle"),
-                   "gfx90a": dict(model="CDNA2(group=2)", evidence=_BF16_90A, blgp="swizzle")}
-_MFMA_I8_12 = ("exact dot, i32 result wraps (integer products and sums are exact; no clamp operand: the builtin "
-               "has none and LLVM's gfx908 syntax lists only cbsz/abid/blgp); MMA-Sim has no i8 MFMA")
-_MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no clamp operand)"
-_GFX11_F32 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain (8 steps of 2 products, sign-frame truncation) "
-              "reproduces its W7900 captures (all 103 DOT2 cases and the 256-output WMMA matrix); [ASSUMED] on "
-              "gfx1151 (RDNA3.5), whose silicon is reported to differ (ROCm/rocm-systems issue 12056, open)")
-_GFX11_INT = "exact dot, i32 result wraps; clamp saturates once at the end (rocjitsu's gfx11 model)"
-_MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
-            "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
-            "preset mx_rocjitsu")
-
-
 def rocjitsu_chain_order(kc: int) -> tuple[int, ...]:
     """rocjitsu's FMA chain order for the CDNA4 8-bit SMFMAC builtins (NUMERICS.md 8.3):
     chain step -> compressed column. Its ``exec_smfmac_f32_16x16x128_fp8`` /
@@ -292,159 +234,159 @@ _M3, _M4, _MS, _MB = CDNA3_MFMA, CDNA4_MFMA, CDNA4_MFMA_SCALE, CDNA_MFMA_BLOCKS
 _ROWS = (
     # RDNA4 SWMMAC (gfx1200/1201, wave32): BUILTINS.md section 2.1
     _row(_R4, "swmmac_f32_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f32",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_F32),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_F32),
     _row(_R4, "swmmac_f32_16x16x32_bf16_w32", m=16, n=16, k=32, a="bf16", b="bf16", c="f32",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_F32),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_F32),
     _row(_R4, "swmmac_f16_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f16",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_16),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_16),
     _row(_R4, "swmmac_bf16_16x16x32_bf16_w32", m=16, n=16, k=32, a="bf16", b="bf16", c="bf16",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_16),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_16),
     _row(_R4, "swmmac_i32_16x16x32_iu8_w32", m=16, n=16, k=32, a="iu8", b="iu8", c="i32",
-         convention="swmmac_iu", sets=2, model="staged_clamp", evidence=_STAGED),
+         convention="swmmac_iu", sets=2, model="staged_clamp", evidence=ev.STAGED),
     _row(_R4, "swmmac_i32_16x16x32_iu4_w32", m=16, n=16, k=32, a="iu4", b="iu4", c="i32",
-         convention="swmmac_iu", sets=2, model="staged_clamp", evidence=_STAGED),
+         convention="swmmac_iu", sets=2, model="staged_clamp", evidence=ev.STAGED),
     _row(_R4, "swmmac_i32_16x16x64_iu4_w32", m=16, n=16, k=64, a="iu4", b="iu4", c="i32",
-         convention="swmmac_iu", sets=1, model="staged_clamp", evidence=_STAGED),
+         convention="swmmac_iu", sets=1, model="staged_clamp", evidence=ev.STAGED),
     _row(_R4, "swmmac_f32_16x16x32_fp8_fp8_w32", m=16, n=16, k=32, a="fp8", b="fp8", c="f32",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_8),
     _row(_R4, "swmmac_f32_16x16x32_fp8_bf8_w32", m=16, n=16, k=32, a="fp8", b="bf8", c="f32",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_8),
     _row(_R4, "swmmac_f32_16x16x32_bf8_fp8_w32", m=16, n=16, k=32, a="bf8", b="fp8", c="f32",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_8),
     _row(_R4, "swmmac_f32_16x16x32_bf8_bf8_w32", m=16, n=16, k=32, a="bf8", b="bf8", c="f32",
-         convention="swmmac", sets=2, model="gfx12_dot4", evidence=_GFX12_8),
+         convention="swmmac", sets=2, model="gfx12_dot4", evidence=ev.GFX12_8),
     # CDNA4 SMFMAC (gfx950, wave64): BUILTINS.md section 4.1
     _row(_C4, "smfmac_f32_16x16x64_f16", m=16, n=16, k=64, a="f16", b="f16", c="f32",
-         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=2, model="cdna3", evidence=ev.CDNA3),
     _row(_C4, "smfmac_f32_32x32x32_f16", m=32, n=32, k=32, a="f16", b="f16", c="f32",
-         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=2, model="cdna3", evidence=ev.CDNA3),
     _row(_C4, "smfmac_f32_16x16x64_bf16", m=16, n=16, k=64, a="bf16", b="bf16", c="f32",
-         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=2, model="cdna3", evidence=ev.CDNA3),
     _row(_C4, "smfmac_f32_32x32x32_bf16", m=32, n=32, k=32, a="bf16", b="bf16", c="f32",
-         convention="smfmac", sets=2, model="cdna3", evidence=_CDNA3),
+         convention="smfmac", sets=2, model="cdna3", evidence=ev.CDNA3),
     _row(_C4, "smfmac_i32_16x16x128_i8", m=16, n=16, k=128, a="i8", b="i8", c="i32",
-         convention="smfmac", sets=1, model="exact", evidence=_EXACT_I8),
+         convention="smfmac", sets=1, model="exact", evidence=ev.EXACT_I8),
     _row(_C4, "smfmac_i32_32x32x64_i8", m=32, n=32, k=64, a="i8", b="i8", c="i32",
-         convention="smfmac", sets=1, model="exact", evidence=_EXACT_I8),
+         convention="smfmac", sets=1, model="exact", evidence=ev.EXACT_I8),
     _row(_C4, "smfmac_f32_16x16x128_fp8_fp8", m=16, n=16, k=128, a="fp8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_fp8_bf8", m=16, n=16, k=128, a="fp8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_bf8_fp8", m=16, n=16, k=128, a="bf8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_16x16x128_bf8_bf8", m=16, n=16, k=128, a="bf8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_fp8_fp8", m=32, n=32, k=64, a="fp8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_fp8_bf8", m=32, n=32, k=64, a="fp8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_bf8_fp8", m=32, n=32, k=64, a="bf8", b="fp8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     _row(_C4, "smfmac_f32_32x32x64_bf8_bf8", m=32, n=32, k=64, a="bf8", b="bf8", c="f32",
-         convention="smfmac", sets=1, model="cdna3", evidence=_CDNA3, register_chain=True),
+         convention="smfmac", sets=1, model="cdna3", evidence=ev.CDNA3, register_chain=True),
     # CDNA3 SMFMAC (gfx942 FNUZ by default, also gfx950 OCP, wave64): BUILTINS_MORE.md 1.1
     *(_row(_C3, f"smfmac_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="smfmac_cdna3",
-           sets=4, model="cdna3", evidence=_CDNA3_942, targets="cdna3")
+           sets=4, model="cdna3", evidence=ev.CDNA3_942, targets="cdna3")
       for t in ("f16", "bf16") for mm, kk in ((16, 32), (32, 16))),
     _row(_C3, "smfmac_i32_16x16x64_i8", m=16, n=16, k=64, a="i8", b="i8", c="i32",
-         convention="smfmac_cdna3", sets=2, model="exact", evidence=_EXACT_I8, targets="cdna3"),
+         convention="smfmac_cdna3", sets=2, model="exact", evidence=ev.EXACT_I8, targets="cdna3"),
     _row(_C3, "smfmac_i32_32x32x32_i8", m=32, n=32, k=32, a="i8", b="i8", c="i32",
-         convention="smfmac_cdna3", sets=2, model="exact", evidence=_EXACT_I8, targets="cdna3"),
+         convention="smfmac_cdna3", sets=2, model="exact", evidence=ev.EXACT_I8, targets="cdna3"),
     *(_row(_C3, f"smfmac_f32_{mm}x{mm}x{kk}_{fa}_{fb}", m=mm, n=mm, k=kk, a=fa, b=fb, c="f32",
-           convention="smfmac_cdna3", sets=2, model="cdna3", evidence=_CDNA3_942, targets="cdna3")
+           convention="smfmac_cdna3", sets=2, model="cdna3", evidence=ev.CDNA3_942, targets="cdna3")
       for mm, kk in ((16, 64), (32, 32)) for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
     # RDNA4 dense WMMA (gfx1200/1201, wave32): BUILTINS_MORE.md 2.1
     _row(_W4, "wmma_f32_16x16x16_f16_w32_gfx12", m=16, n=16, k=16, a="f16", b="f16", c="f32",
-         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_F32),
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=ev.WMMA_F32),
     _row(_W4, "wmma_f32_16x16x16_bf16_w32_gfx12", m=16, n=16, k=16, a="bf16", b="bf16", c="f32",
-         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_F32),
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=ev.WMMA_F32),
     _row(_W4, "wmma_f16_16x16x16_f16_w32_gfx12", m=16, n=16, k=16, a="f16", b="f16", c="f16",
-         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_16),
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=ev.WMMA_16),
     _row(_W4, "wmma_bf16_16x16x16_bf16_w32_gfx12", m=16, n=16, k=16, a="bf16", b="bf16", c="bf16",
-         convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_16),
+         convention="wmma", sets=1, model="gfx12_dot4", evidence=ev.WMMA_16),
     _row(_W4, "wmma_i32_16x16x16_iu8_w32_gfx12", m=16, n=16, k=16, a="iu8", b="iu8", c="i32",
-         convention="wmma_iu", sets=1, model="staged_clamp", evidence=_WMMA_INT),
+         convention="wmma_iu", sets=1, model="staged_clamp", evidence=ev.WMMA_INT),
     _row(_W4, "wmma_i32_16x16x16_iu4_w32_gfx12", m=16, n=16, k=16, a="iu4", b="iu4", c="i32",
-         convention="wmma_iu", sets=1, model="staged_clamp", evidence=_WMMA_INT),
+         convention="wmma_iu", sets=1, model="staged_clamp", evidence=ev.WMMA_INT),
     _row(_W4, "wmma_i32_16x16x32_iu4_w32_gfx12", m=16, n=16, k=32, a="iu4", b="iu4", c="i32",
-         convention="wmma_iu", sets=1, model="staged_clamp", evidence=_WMMA_INT),
+         convention="wmma_iu", sets=1, model="staged_clamp", evidence=ev.WMMA_INT),
     *(_row(_W4, f"wmma_f32_16x16x16_{fa}_{fb}_w32_gfx12", m=16, n=16, k=16, a=fa, b=fb, c="f32",
-           convention="wmma", sets=1, model="gfx12_dot4", evidence=_WMMA_8)
+           convention="wmma", sets=1, model="gfx12_dot4", evidence=ev.WMMA_8)
       for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
     # RDNA3 dense WMMA (gfx1100/1151, wave32 and wave64): BUILTINS_MORE.md 5.1
     *(_row(fam, f"wmma_f32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="f32", convention="wmma",
-           sets=1, model="gfx11_dot2", evidence=_GFX11_F32, targets="rdna3")
+           sets=1, model="gfx11_dot2", evidence=ev.GFX11_F32, targets="rdna3")
       for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("f16", "bf16")),
     *(_row(fam, f"wmma_i32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="i32",
-           convention="wmma_iu_gfx11", sets=1, model="exact", evidence=_GFX11_INT, targets="rdna3")
+           convention="wmma_iu_gfx11", sets=1, model="exact", evidence=ev.GFX11_INT, targets="rdna3")
       for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("iu8", "iu4")),
     # CDNA3 dense MFMA (gfx942 FNUZ by default, also gfx950 OCP except xf32; wave64):
     # docs/spec/BUILTINS_DENSE.md 1.1, LLVM's spelling
     _row(_M3, "mfma_f32_32x32x2f32", m=32, n=32, k=2, a="f32", b="f32", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12_F32),
+         sets=1, model="cdna3", evidence=ev.MFMA_F32, targets="cdna", blgp="swizzle", per_target=ev.ON_CDNA12_F32),
     _row(_M3, "mfma_f32_16x16x4f32", m=16, n=16, k=4, a="f32", b="f32", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12_F32),
+         sets=1, model="cdna3", evidence=ev.MFMA_F32, targets="cdna", blgp="swizzle", per_target=ev.ON_CDNA12_F32),
     _row(_M3, "mfma_f32_32x32x4_xf32", m=32, n=32, k=4, a="xf32", b="xf32", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_XF32),
+         sets=1, model="cdna3", evidence=ev.MFMA_XF32),
     _row(_M3, "mfma_f32_16x16x8_xf32", m=16, n=16, k=8, a="xf32", b="xf32", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_XF32),
+         sets=1, model="cdna3", evidence=ev.MFMA_XF32),
     _row(_M3, "mfma_f32_32x32x8f16", m=32, n=32, k=8, a="f16", b="f16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna",
-         per_target=_ON_CDNA12),
+         sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna",
+         per_target=ev.ON_CDNA12),
     _row(_M3, "mfma_f32_16x16x16f16", m=16, n=16, k=16, a="f16", b="f16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna",
-         per_target=_ON_CDNA12),
+         sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna",
+         per_target=ev.ON_CDNA12),
     _row(_M3, "mfma_f32_32x32x8bf16_1k", m=32, n=32, k=8, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus",
-         per_target=_ON_CDNA2),
+         sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna2plus",
+         per_target=ev.ON_CDNA2),
     _row(_M3, "mfma_f32_16x16x16bf16_1k", m=16, n=16, k=16, a="bf16", b="bf16", c="f32", convention="mfma_cdna3",
-         sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus",
-         per_target=_ON_CDNA2),
+         sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna2plus",
+         per_target=ev.ON_CDNA2),
     # the gfx908/gfx90a-only single-block forms (isGFX908orGFX90A; BUILTINS_DENSE.md 9): non-1k bf16 (2 bf16
     # in one VGPR, `V2s`) and the old i8 (one int = 4 x i8)
     _row(_M3, "mfma_f32_32x32x4bf16", m=32, n=32, k=4, a="bf16", b="bf16", c="f32", convention="mfma_cdna12",
-         sets=1, model="cdna1", evidence=_BF16_908, targets="cdna12", blgp="swizzle", per_target=_ON_CDNA12_BF16),
+         sets=1, model="cdna1", evidence=ev.BF16_908, targets="cdna12", blgp="swizzle", per_target=ev.ON_CDNA12_BF16),
     _row(_M3, "mfma_f32_16x16x8bf16", m=16, n=16, k=8, a="bf16", b="bf16", c="f32", convention="mfma_cdna12",
-         sets=1, model="cdna1", evidence=_BF16_908, targets="cdna12", blgp="swizzle", per_target=_ON_CDNA12_BF16),
+         sets=1, model="cdna1", evidence=ev.BF16_908, targets="cdna12", blgp="swizzle", per_target=ev.ON_CDNA12_BF16),
     _row(_M3, "mfma_i32_32x32x8i8", m=32, n=32, k=8, a="i8", b="i8", c="i32", convention="mfma_cdna12",
-         sets=1, model="exact", evidence=_MFMA_I8_12, targets="cdna12", blgp="swizzle"),
+         sets=1, model="exact", evidence=ev.MFMA_I8_12, targets="cdna12", blgp="swizzle"),
     _row(_M3, "mfma_i32_16x16x16i8", m=16, n=16, k=16, a="i8", b="i8", c="i32", convention="mfma_cdna12",
-         sets=1, model="exact", evidence=_MFMA_I8_12, targets="cdna12", blgp="swizzle"),
+         sets=1, model="exact", evidence=ev.MFMA_I8_12, targets="cdna12", blgp="swizzle"),
     _row(_M3, "mfma_i32_32x32x16_i8", m=32, n=32, k=16, a="i8", b="i8", c="i32", convention="mfma_cdna3",
-         sets=1, model="exact", evidence=_MFMA_I8, targets="cdna3", long=True),
+         sets=1, model="exact", evidence=ev.MFMA_I8, targets="cdna3", long=True),
     _row(_M3, "mfma_i32_16x16x32_i8", m=16, n=16, k=32, a="i8", b="i8", c="i32", convention="mfma_cdna3",
-         sets=1, model="exact", evidence=_MFMA_I8, targets="cdna3", long=True),
+         sets=1, model="exact", evidence=ev.MFMA_I8, targets="cdna3", long=True),
     *(_row(_M3, f"mfma_f32_{mm}x{mm}x{kk}_{fa}_{fb}", m=mm, n=mm, k=kk, a=fa, b=fb, c="f32",
-           convention="mfma_cdna3", sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna3", long=True)
+           convention="mfma_cdna3", sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna3", long=True)
       for mm, kk in ((32, 16), (16, 32)) for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
     # CDNA multi-block MFMA (gfx942 by default; gfx908, gfx90a, gfx950 with target=; bf16_1k not on gfx908):
     # BUILTINS_DENSE.md 10; blgp swizzles B's lanes on every chip
     *(_row(_MB, f"mfma_f32_{mm}x{mm}x1f32", m=mm, n=mm, k=1, a="f32", b="f32", c="f32", convention="mfma_cdna3",
-           sets=1, model="cdna3", evidence=_MFMA_F32, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12_F32)
+           sets=1, model="cdna3", evidence=ev.MFMA_F32, targets="cdna", blgp="swizzle", per_target=ev.ON_CDNA12_F32)
       for mm in (32, 16, 4)),
     *(_row(_MB, f"mfma_i32_{mm}x{mm}x4i8", m=mm, n=mm, k=4, a="i8", b="i8", c="i32", convention="mfma_cdna3",
-           sets=1, model="exact", evidence=_MFMA_I8, targets="cdna", blgp="swizzle",
+           sets=1, model="exact", evidence=ev.MFMA_I8, targets="cdna", blgp="swizzle",
            per_target={t: dict(blgp="swizzle") for t in ("gfx908", "gfx90a")})
       for mm in (32, 16, 4)),
     *(_row(_MB, f"mfma_f32_{mm}x{mm}x4f16", m=mm, n=mm, k=4, a="f16", b="f16", c="f32", convention="mfma_cdna3",
-           sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna", blgp="swizzle", per_target=_ON_CDNA12)
+           sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna", blgp="swizzle", per_target=ev.ON_CDNA12)
       for mm in (32, 16, 4)),
     *(_row(_MB, f"mfma_f32_{mm}x{mm}x4bf16_1k", m=mm, n=mm, k=4, a="bf16", b="bf16", c="f32",
-           convention="mfma_cdna3", sets=1, model="cdna3", evidence=_MFMA_942, targets="cdna2plus", blgp="swizzle",
-           per_target=_ON_CDNA2)
+           convention="mfma_cdna3", sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna2plus", blgp="swizzle",
+           per_target=ev.ON_CDNA2)
       for mm in (32, 16, 4)),
     # CDNA4 (gfx950) dense additions and the block-scaled f8f6f4 MFMA: BUILTINS_DENSE.md 1.2, 4, 5
     *(_row(_M4, f"mfma_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="mfma",
-           sets=1, model="cdna3", evidence=_MFMA_950)
+           sets=1, model="cdna3", evidence=ev.MFMA_950)
       for t in ("f16", "bf16") for mm, kk in ((16, 32), (32, 16))),
     _row(_M4, "mfma_i32_16x16x64_i8", m=16, n=16, k=64, a="i8", b="i8", c="i32", convention="mfma", sets=1,
-         model="exact", evidence=_MFMA_I8),
+         model="exact", evidence=ev.MFMA_I8),
     _row(_M4, "mfma_i32_32x32x32_i8", m=32, n=32, k=32, a="i8", b="i8", c="i32", convention="mfma", sets=1,
-         model="exact", evidence=_MFMA_I8),
+         model="exact", evidence=ev.MFMA_I8),
     _row(_MS, "mfma_scale_f32_16x16x128_f8f6f4", m=16, n=16, k=128, a="fp8", b="fp8", c="f32",
-         convention="mfma_scale", sets=1, model="cdna4_mx", evidence=_MFMA_MX),
+         convention="mfma_scale", sets=1, model="cdna4_mx", evidence=ev.MFMA_MX),
     _row(_MS, "mfma_scale_f32_32x32x64_f8f6f4", m=32, n=32, k=64, a="fp8", b="fp8", c="f32",
-         convention="mfma_scale", sets=1, model="cdna4_mx", evidence=_MFMA_MX),
+         convention="mfma_scale", sets=1, model="cdna4_mx", evidence=ev.MFMA_MX),
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
