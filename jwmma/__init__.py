@@ -123,6 +123,9 @@ from .engine.builtins import (
     mfma_f32_32x32x4bf16_1k,
     mfma_f32_16x16x4bf16_1k,
     mfma_f32_4x4x4bf16_1k,
+    mfma_f32_32x32x2bf16,
+    mfma_f32_16x16x2bf16,
+    mfma_f32_4x4x2bf16,
 )
 from .engine.dot import dot
 from .engine.effort import enable_compilation_cache
@@ -168,7 +171,8 @@ BUILTIN_FUNCTIONS = (
     "mfma_f32_16x16x32_fp8_bf8", "mfma_f32_16x16x32_bf8_fp8", "mfma_f32_16x16x32_bf8_bf8",
     "mfma_f32_32x32x1f32", "mfma_f32_16x16x1f32", "mfma_f32_4x4x1f32", "mfma_i32_32x32x4i8", "mfma_i32_16x16x4i8",
     "mfma_i32_4x4x4i8", "mfma_f32_32x32x4f16", "mfma_f32_16x16x4f16", "mfma_f32_4x4x4f16",
-    "mfma_f32_32x32x4bf16_1k", "mfma_f32_16x16x4bf16_1k", "mfma_f32_4x4x4bf16_1k",
+    "mfma_f32_32x32x4bf16_1k", "mfma_f32_16x16x4bf16_1k", "mfma_f32_4x4x4bf16_1k", "mfma_f32_32x32x2bf16",
+    "mfma_f32_16x16x2bf16", "mfma_f32_4x4x2bf16",
     "mfma_f32_16x16x32_f16", "mfma_f32_32x32x16_f16", "mfma_f32_16x16x32_bf16", "mfma_f32_32x32x16_bf16",
     "mfma_i32_16x16x64_i8", "mfma_i32_32x32x32_i8", "mfma_scale_f32_16x16x128_f8f6f4",
     "mfma_scale_f32_32x32x64_f8f6f4",

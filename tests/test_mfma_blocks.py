@@ -1,7 +1,8 @@
 """The multi-block MFMA (docs/spec/BUILTINS_DENSE.md 10): `mfma_f32_32x32x1f32`, `_16x16x1f32`,
 `_4x4x1f32`, `mfma_i32_32x32x4i8`, `_16x16x4i8`, `_4x4x4i8`, `mfma_f32_32x32x4f16`, `_16x16x4f16`,
-`_4x4x4f16` (gfx908, gfx90a, gfx942, gfx950) and `mfma_f32_32x32x4bf16_1k`, `_16x16x4bf16_1k`,
-`_4x4x4bf16_1k` (gfx90a and later):
+`_4x4x4f16` (gfx908, gfx90a, gfx942, gfx950), `mfma_f32_32x32x4bf16_1k`, `_16x16x4bf16_1k`,
+`_4x4x4bf16_1k` (gfx90a and later) and the non-1k `mfma_f32_32x32x2bf16`, `_16x16x2bf16`,
+`_4x4x2bf16` (gfx908 and gfx90a only):
 
 * every layout entry of the calculator dumps (`cdna3_mfma_more_calculator.json`, the CDNA1 and
   CDNA2 dumps), every ``A_cbsz*_abid*`` and ``B_blgp*`` variant included;
@@ -32,8 +33,11 @@ F32 = ("mfma_f32_32x32x1f32", "mfma_f32_16x16x1f32", "mfma_f32_4x4x1f32")
 I8 = ("mfma_i32_32x32x4i8", "mfma_i32_16x16x4i8", "mfma_i32_4x4x4i8")
 F16 = ("mfma_f32_32x32x4f16", "mfma_f32_16x16x4f16", "mfma_f32_4x4x4f16")
 BF16 = ("mfma_f32_32x32x4bf16_1k", "mfma_f32_16x16x4bf16_1k", "mfma_f32_4x4x4bf16_1k")
-ROWS = F32 + I8 + F16 + BF16
-PAIRS = [(n, t) for n in ROWS for t in ("gfx908", "gfx90a", "gfx942", "gfx950") if not (n in BF16 and t == "gfx908")]
+BF16_12 = ("mfma_f32_32x32x2bf16", "mfma_f32_16x16x2bf16", "mfma_f32_4x4x2bf16")
+ROWS = F32 + I8 + F16 + BF16 + BF16_12
+CHIPS = {n: ("gfx908", "gfx90a") if n in BF16_12 else ("gfx942", "gfx950", "gfx90a") if n in BF16
+         else ("gfx942", "gfx950", "gfx908", "gfx90a") for n in ROWS}  # the default target first
+PAIRS = [(n, t) for n in ROWS for t in CHIPS[n]]
 ARCH = {"gfx908": "CDNA1", "gfx90a": "CDNA2", "gfx942": "CDNA3", "gfx950": "CDNA3"}
 
 
@@ -64,12 +68,12 @@ def _variant(spec, key):
 
 # ------------------------------------------------------------------------------ rows, layouts
 def test_rows_targets_and_shapes_are_the_calculators():
-    """Each row runs where LLVM selects it (bf16_1k: isGFX90APlus), with the calculator's M, N, K,
-    blocks and register counts."""
+    """Each row runs where LLVM selects it (bf16_1k: isGFX90APlus; non-1k bf16: isGFX908orGFX90A),
+    with the calculator's M, N, K, blocks and register counts."""
     for name in ROWS:
         spec = jwmma.BUILTINS[name]
-        assert spec.target == "gfx942" and spec.blocks == 64 // spec.m
-        want = {"gfx90a", "gfx942", "gfx950"} | (set() if name in BF16 else {"gfx908"})
+        assert spec.target == CHIPS[name][0] and spec.blocks == 64 // spec.m
+        want = set(CHIPS[name])
         assert set(spec.targets) == want, name
         for t in ("gfx908", "gfx90a", "gfx942"):
             _, v = _instruction(name, t)
@@ -78,7 +82,7 @@ def test_rows_targets_and_shapes_are_the_calculators():
                 continue
             d = v["detail"]
             assert (spec.m, spec.n, spec.k, spec.blocks) == tuple(int(d[x]) for x in ("M", "N", "K", "blocks"))
-            assert spec.c.n == spec.m and spec.a.n == (1 if name in F32 + I8 else 4 if name in F16 else 4)
+            assert spec.c.n == spec.m and spec.a.n == (1 if name in F32 + I8 else 2 if name in BF16_12 else 4)
 
 
 @pytest.mark.parametrize("target", ["gfx908", "gfx90a", "gfx942"])
@@ -221,10 +225,11 @@ def _float_case(rng, name, target, cbsz, abid, kind):
                            f"{int(got[bad][0]):#x} vs MMA-Sim {int(want[bad][0]):#x}")
 
 
-#: one fast case per arithmetic: the f32 chain, CDNA1/CDNA2/CDNA3 f16 and bf16
+#: one fast case per arithmetic: the f32 chain, CDNA1/CDNA2/CDNA3 f16 and bf16, CDNA2's non-1k bf16 tree of 2
 FAST = [("mfma_f32_16x16x1f32", "gfx942", 2, 3, "adversarial"), ("mfma_f32_4x4x4f16", "gfx908", 3, 5, "adversarial"),
         ("mfma_f32_16x16x4bf16_1k", "gfx90a", 1, 0, "adversarial"), ("mfma_f32_32x32x4f16", "gfx942", 1, 1,
-                                                                      "adversarial")]
+                                                                      "adversarial"),
+        ("mfma_f32_4x4x2bf16", "gfx90a", 2, 1, "adversarial")]
 
 
 @pytest.mark.parametrize("name,target,cbsz,abid,kind", FAST)
@@ -290,6 +295,8 @@ def test_bad_blgp_and_bf16_on_gfx908():
         jwmma.mfma_f32_32x32x1f32(*regs, 0, 0, 8)
     with pytest.raises(ValueError, match="isGFX90APlus"):
         lookup("mfma_f32_4x4x4bf16_1k", "gfx908")
+    with pytest.raises(ValueError, match="isGFX908orGFX90A"):
+        lookup("mfma_f32_4x4x2bf16", "gfx942")
 
 
 def _gemm_case(rng, name, target):

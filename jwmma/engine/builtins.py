@@ -1,4 +1,4 @@
-"""The 100 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 103 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -370,6 +370,9 @@ mfma_f32_4x4x4f16 = make("mfma_f32_4x4x4f16")
 mfma_f32_32x32x4bf16_1k = make("mfma_f32_32x32x4bf16_1k")
 mfma_f32_16x16x4bf16_1k = make("mfma_f32_16x16x4bf16_1k")
 mfma_f32_4x4x4bf16_1k = make("mfma_f32_4x4x4bf16_1k")
+mfma_f32_32x32x2bf16 = make("mfma_f32_32x32x2bf16")
+mfma_f32_16x16x2bf16 = make("mfma_f32_16x16x2bf16")
+mfma_f32_4x4x2bf16 = make("mfma_f32_4x4x2bf16")
 # CDNA4 (gfx950) dense MFMA and the block-scaled f8f6f4
 mfma_f32_16x16x32_f16 = make("mfma_f32_16x16x32_f16")
 mfma_f32_32x32x16_f16 = make("mfma_f32_32x32x16_f16")

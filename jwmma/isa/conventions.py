@@ -99,6 +99,21 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "target='gfx908' (MI100, default) or 'gfx90a' (MI200) picks the chip the code runs on, each with "
                "its own default arithmetic (LLVM selects these forms on no other chip); cbsz and abid must be 0 "
                "(single-block); blgp 0..7 permutes B's lanes."),
+    # the multi-block forms (BUILTINS_DENSE.md 10): cbsz/abid broadcast one A block to 2**cbsz blocks
+    Convention("mfma_blocks", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
+                               Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
+               (Param("target", "target", "gfx942"),),
+               "target='gfx942' (MI300, default), 'gfx950', 'gfx90a' (MI200) or, but for bf16_1k, 'gfx908' "
+               "(MI100) picks the chip the code runs on, each with its own default arithmetic; the blocks "
+               "are independent products; cbsz 0..log2(blocks) and abid 0..2**cbsz-1 make block b read A "
+               "of block 2**cbsz*(b // 2**cbsz) + abid; blgp 0..7 permutes B's lanes."),
+    Convention("mfma_blocks_cdna12", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
+                                      Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
+               (Param("target", "target", "gfx908"),),
+               "target='gfx908' (MI100, default) or 'gfx90a' (MI200) picks the chip the code runs on, each with "
+               "its own default arithmetic (LLVM selects these forms on no other chip); the blocks are "
+               "independent products; cbsz 0..log2(blocks) and abid 0..2**cbsz-1 make block b read A of "
+               "block 2**cbsz*(b // 2**cbsz) + abid; blgp 0..7 permutes B's lanes."),
     Convention("mfma", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
                         Param("abid", "abid", 0), Param("blgp", "blgp", 0)), (),
                "cbsz, abid and blgp must be 0 (no source gives them a meaning on these forms)."),

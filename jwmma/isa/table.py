@@ -105,8 +105,7 @@ CDNA4_MFMA_SCALE = Family(  # BUILTINS_DENSE.md 1.2, 5
 SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
-OPTIONAL = ("gfx908/gfx90a's multi-block non-1k bf16 MFMA (mfma_f32_32x32x2bf16, mfma_f32_16x16x2bf16, "
-            "mfma_f32_4x4x2bf16), f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
+OPTIONAL = ("f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
             "16-bit-output WMMA with opsel (wmma_f16_16x16x16_f16_w32/_w64, wmma_bf16_16x16x16_bf16_w32/_w64 and "
             "their _tied forms)")
 
@@ -361,19 +360,25 @@ _ROWS = (
       for mm, kk in ((32, 16), (16, 32)) for fa in ("fp8", "bf8") for fb in ("fp8", "bf8")),
     # CDNA multi-block MFMA (gfx942 by default; gfx908, gfx90a, gfx950 with target=; bf16_1k not on gfx908):
     # BUILTINS_DENSE.md 10; blgp swizzles B's lanes on every chip
-    *(_row(_MB, f"mfma_f32_{mm}x{mm}x1f32", m=mm, n=mm, k=1, a="f32", b="f32", c="f32", convention="mfma_cdna3",
+    *(_row(_MB, f"mfma_f32_{mm}x{mm}x1f32", m=mm, n=mm, k=1, a="f32", b="f32", c="f32", convention="mfma_blocks",
            sets=1, model="cdna3", evidence=ev.MFMA_F32, targets="cdna", blgp="swizzle", per_target=ev.ON_CDNA12_F32)
       for mm in (32, 16, 4)),
-    *(_row(_MB, f"mfma_i32_{mm}x{mm}x4i8", m=mm, n=mm, k=4, a="i8", b="i8", c="i32", convention="mfma_cdna3",
+    *(_row(_MB, f"mfma_i32_{mm}x{mm}x4i8", m=mm, n=mm, k=4, a="i8", b="i8", c="i32", convention="mfma_blocks",
            sets=1, model="exact", evidence=ev.MFMA_I8, targets="cdna", blgp="swizzle",
            per_target={t: dict(blgp="swizzle") for t in ("gfx908", "gfx90a")})
       for mm in (32, 16, 4)),
-    *(_row(_MB, f"mfma_f32_{mm}x{mm}x4f16", m=mm, n=mm, k=4, a="f16", b="f16", c="f32", convention="mfma_cdna3",
+    *(_row(_MB, f"mfma_f32_{mm}x{mm}x4f16", m=mm, n=mm, k=4, a="f16", b="f16", c="f32", convention="mfma_blocks",
            sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna", blgp="swizzle", per_target=ev.ON_CDNA12)
       for mm in (32, 16, 4)),
     *(_row(_MB, f"mfma_f32_{mm}x{mm}x4bf16_1k", m=mm, n=mm, k=4, a="bf16", b="bf16", c="f32",
-           convention="mfma_cdna3", sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna2plus", blgp="swizzle",
+           convention="mfma_blocks", sets=1, model="cdna3", evidence=ev.MFMA_942, targets="cdna2plus", blgp="swizzle",
            per_target=ev.ON_CDNA2)
+      for mm in (32, 16, 4)),
+    # gfx908/gfx90a's multi-block non-1k bf16 (2 bf16 per VGPR; gone from gfx940 on): the single-block
+    # non-1k bf16 rows' arithmetic, one group of K = 2 (BUILTINS_DENSE.md 9, 10)
+    *(_row(_MB, f"mfma_f32_{mm}x{mm}x2bf16", m=mm, n=mm, k=2, a="bf16", b="bf16", c="f32",
+           convention="mfma_blocks_cdna12", sets=1, model="cdna1", evidence=ev.BF16_908, targets="cdna12",
+           blgp="swizzle", per_target=ev.ON_CDNA12_BF16)
       for mm in (32, 16, 4)),
     # CDNA4 (gfx950) dense additions and the block-scaled f8f6f4 MFMA: BUILTINS_DENSE.md 1.2, 4, 5
     *(_row(_M4, f"mfma_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="mfma",
@@ -390,7 +395,7 @@ _ROWS = (
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
-#: fp8 x fp8), all 100 builtins
+#: fp8 x fp8), all 103 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 
