@@ -402,3 +402,25 @@ def test_unit_is_a_hashable_value():
     assert {jwmma.Unit(FP8, devices=[0]): 1}[jwmma.Unit(FP8, devices=(0,))] == 1
     with pytest.raises(ValueError, match="scaling must be one of"):
         EXACT.replace(scaling="col")
+
+
+def test_units_on_f32_and_xf32_rows(rng):
+    """The f32 MFMA's operands are float32 (a unit passes them on as they are, subnormals kept);
+    xf32's are float32 rounded to 10 fraction bits (RNE, computed here on the bits): a unit
+    gives jwmma.gemm's bits on those operands."""
+    a = rng.standard_normal((32, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 32)).astype(np.float32)
+    a[0, 0], a[1, 1], b[2, 3] = 1e-40, np.float32(1 + 2**-12), np.float32(1 + 3 * 2**-12)
+
+    def xf32(x):
+        u = x.view(np.uint32).astype(np.uint64)
+        low, top = u & 0x1FFF, u >> 13
+        up = (low > 0x1000) | ((low == 0x1000) & (top & 1 == 1))
+        return ((top + up) << 13).astype(np.uint32).view(np.float32)
+
+    dims = (((1,), (0,)), ((), ()))
+    for name, cut in (("mfma_f32_32x32x2f32", lambda x: x), ("mfma_f32_32x32x4_xf32", xf32)):
+        unit = jwmma.Unit(name, a="lhs", scaling="none")
+        got = np.asarray(jwmma.dot_general(a, b, dims, unit=unit)).view(np.uint32)
+        want = np.asarray(jwmma.gemm(cut(a), cut(b), builtin=name)).view(np.uint32)
+        assert np.array_equal(got, want), name

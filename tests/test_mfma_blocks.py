@@ -349,17 +349,55 @@ def test_gemm_tiles_are_blocks_grid(rng, name, target):
     _gemm_case(rng, name, target)
 
 
-def test_gemm_register_path_and_units_refuse_multi_block_rows(rng):
-    """The register path builds one block's fragments per call, and cbsz/abid have no meaning for
-    independent output tiles: both are refused with what to do; so is a `Unit` (not planned yet)."""
+def _register_path_case(rng, name, target):
+    """The register path packs consecutive output tiles as the blocks of one call (zero tiles
+    filling the last): the matrix path's bits, on a shape of 3 x 2 tiles cut short (5 tiles do
+    not fill 2 or 4 blocks), 3 K steps; and a `Unit` on the row computes `jwmma.gemm`'s D."""
+    spec = lookup(name, target)
+    m, k = spec.m, spec.k
+    shape_a, shape_b = (3 * m - 1, 3 * k), (3 * k, 2 * m - 1)
+    if spec.integer:
+        a = rng.integers(-128, 128, shape_a).astype(np.int8)
+        b = rng.integers(-128, 128, shape_b).astype(np.int8)
+    else:
+        a = _values(rng, spec.a_format.dtype, shape_a, "adversarial")
+        b = _values(rng, spec.a_format.dtype, shape_b, "random")
+    kw = dict(builtin=name, target=target)
+    want = np.asarray(jwmma.gemm(a, b, **kw)).view(np.int32)
+    got = np.asarray(jwmma.gemm(a, b, path="registers", **kw)).view(np.int32)
+    assert np.array_equal(got, want), (name, target)
+    if not spec.integer:  # the unit's GEMM: y = x @ w with w as the builtin's B
+        unit = jwmma.Unit(name, target=target, a="lhs", scaling="none")
+        y = np.asarray(jwmma.dot_general(a.astype(np.float32), b.astype(np.float32), (((1,), (0,)), ((), ())),
+                                         unit=unit)).view(np.int32)
+        assert np.array_equal(y, want), (name, target)
+
+
+def test_register_path_and_unit_take_multi_block_rows(rng):
+    _register_path_case(rng, "mfma_f32_16x16x4f16", "gfx90a")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target", [("mfma_f32_32x32x1f32", "gfx942"), ("mfma_f32_4x4x2bf16", "gfx908"),
+                                         ("mfma_i32_16x16x4i8", "gfx90a"), ("mfma_f32_4x4x4bf16_1k", "gfx950")])
+def test_register_path_and_unit_take_multi_block_rows_grid(rng, name, target):
+    _register_path_case(rng, name, target)
+
+
+def test_gemm_refuses_cbsz_abid_and_kernel_multi_block_rows(rng):
+    """cbsz/abid have no meaning for independent output tiles; `jwmma.kernel`'s per-tile register
+    programs take single-block rows: both refused with what to do."""
     a = rng.standard_normal((32, 1)).astype(np.float32)
     b = rng.standard_normal((1, 32)).astype(np.float32)
-    with pytest.raises(ValueError, match="multi-block mfma_f32_32x32x1f32 .*pack_a takes \\(blocks, M, K\\)"):
-        jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32", path="registers")
     with pytest.raises(ValueError, match="cbsz/abid"):
         jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32", cbsz=1)
-    with pytest.raises(ValueError, match="multi-block"):
-        jwmma.Unit("mfma_f32_4x4x4f16")
+
+    class Policy:
+        builtin = "mfma_f32_4x4x4f16"
+        load_a = load_b = index = store_c = staticmethod(lambda *args: None)
+
+    with pytest.raises(ValueError, match="jwmma.kernel does not drive the multi-block mfma_f32_4x4x4f16"):
+        jwmma.kernel.as_policy(Policy)
 
 
 def test_layout_view_names_the_block():

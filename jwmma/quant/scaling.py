@@ -110,6 +110,8 @@ def _round(v, fmt: FloatFormat, clip: bool):
 def _codes_to_values(fmt: FloatFormat, bits):
     if fmt.bits < 8:  # FP6/FP4: their codes (JAX 0.10 has no float6 arrays; gemm takes codes with fmt_a/fmt_b)
         return bits.astype(jnp.uint8)
+    if np.dtype(fmt.dtype) == np.dtype(np.float32):  # f32 (and xf32: its code is the top 19 bits of an f32)
+        return lax.bitcast_convert_type(bits.astype(jnp.uint32) << (32 - fmt.bits), jnp.float32)
     width = jnp.uint16 if fmt.bits == 16 else jnp.uint8
     return lax.bitcast_convert_type(bits.astype(width), jnp.dtype(fmt.dtype))
 

@@ -175,9 +175,8 @@ def gemm(
     ``devices='local'`` uses this process's devices only (independent work per process).
     """
     spec = operands.scaled_spec(lookup(builtin, target), a, b, scale_a, scale_b, fmt_a, fmt_b)
-    if path == "registers" or (cbsz, abid) != (0, 0):
-        spec.require_single_block("jwmma.gemm(path='registers')" if path == "registers" else
-                                  "jwmma.gemm with cbsz/abid")
+    if (cbsz, abid) != (0, 0):  # a multi-block row's output tiles are its blocks: no A broadcast
+        spec.require_single_block("jwmma.gemm with cbsz/abid")
     if spec.scaled:  # elements and their block scales as one word each (`operands.scaled_words`)
         a, b = operands.scaled_words(spec, a, b, scale_a, scale_b)
     if path not in PATHS:

@@ -388,7 +388,7 @@ def pad_a(a_codes, pos, rows: int, cols: int):
     a_codes = pad_to(a_codes, {-2: rows, -1: cols})
     if pos.shape[-2:] == (rows, cols):
         return a_codes, pos
-    fill = jnp.tile(jnp.asarray([2, 3], pos.dtype), cols // 2)
+    fill = jnp.tile(jnp.asarray([2, 3], pos.dtype), -(-cols // 2))[:cols]  # odd: a dense K = 1 row's
     inside = (jnp.arange(rows)[:, None] < pos.shape[-2]) & (jnp.arange(cols)[None, :] < pos.shape[-1])
     return a_codes, jnp.where(inside, pad_to(pos, {-2: rows, -1: cols}), fill)
 

@@ -176,29 +176,55 @@ def register_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b
     return by_row_blocks(kernel, spec, model, context(spec, clamp), options)(a_codes, pos, b_codes, c)
 
 
+def _stack_blocks(x, blocks: int):
+    """(..., TM, TN, r, c) tiles -> (..., G, blocks*r, c): consecutive tiles (row-major) as the
+    blocks of one multi-block call (BUILTINS_DENSE.md 10: blocks stacked along the rows), zero
+    tiles filling the last call."""
+    *lead, tm, tn, r, c = x.shape
+    t, g = tm * tn, -(-(tm * tn) // blocks)
+    x = x.reshape(*lead, t, r, c)
+    if g * blocks != t:
+        x = jnp.pad(x, [(0, 0)] * len(lead) + [(0, g * blocks - t), (0, 0), (0, 0)])
+    return x.reshape(*lead, g, blocks * r, c)
+
+
+def _unstack_blocks(x, blocks: int, tm: int, tn: int):
+    """Inverse of `_stack_blocks` (the filling tiles dropped)."""
+    *lead, g, br, c = x.shape
+    x = x.reshape(*lead, g * blocks, br // blocks, c)[..., :tm * tn, :, :]
+    return x.reshape(*lead, tm, tn, br // blocks, c)
+
+
 def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, s):
     a_s, p_s = _steps_a(a_codes, pos, spec.kc)
     b_s = _steps_b(b_codes, spec.k)
-    c_lanes = fragments.matrix_to_lanes(spec.c_layout, tiles(c, spec.m, spec.n))  # (..., TM, TN, lanes, nc) codes
+    c_t = tiles(c, spec.m, spec.n)  # (..., TM, TN, m, n)
+    tm, tn = c_t.shape[-4:-2]
+    nb = spec.blocks
+    # a multi-block row's call holds `blocks` output tiles: its fragments are every tile's, stacked
+    group = (lambda x: _stack_blocks(x, nb)) if nb > 1 else (lambda x: x)
+    full = (lambda x: jnp.broadcast_to(x, (*x.shape[:-4], tm, tn, *x.shape[-2:]))) if nb > 1 else (lambda x: x)
+    c_lanes = fragments.matrix_to_lanes(spec.c_layout, group(c_t))  # (..., TM, TN | G, lanes, nc) codes
 
     def body(c_lanes, x):
         a, p, b = x
         # fragments of every tile, as a kernel's loaders would build them
-        a_t = tiles(a, spec.m, spec.kc)[..., :, 0:1, :, :]  # (..., TM, 1, m, kc)
-        p_t = tiles(p, spec.m, spec.kc)[..., :, 0:1, :, :]
-        b_t = tiles(b, spec.k, spec.n)[..., 0:1, :, :, :]  # (..., 1, TN, k, n)
+        a_t = full(tiles(a, spec.m, spec.kc)[..., :, 0:1, :, :])  # (..., TM, 1, m, kc)
+        p_t = full(tiles(p, spec.m, spec.kc)[..., :, 0:1, :, :])
+        b_t = full(tiles(b, spec.k, spec.n)[..., 0:1, :, :, :])  # (..., 1, TN, k, n)
         # registers as integer words, as the builtin functions pass them (`register_words`)
         regs = lambda op, codes: fragments.register_words(fragments.codes_to_regs(op, codes))  # noqa: E731
-        a_regs = regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, a_t))
-        b_regs = regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, b_t))
-        idx = fragments.index_words(spec, p_t, s)
+        a_regs = regs(spec.a, fragments.matrix_to_lanes(spec.a_layout, group(a_t)))
+        b_regs = regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, group(b_t)))
+        idx = fragments.index_words(spec, group(p_t), s)
         scales = fragments.scale_registers(spec, a_t, b_t) if spec.scaled else (None, None)
         d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, c_lanes), idx, *scales, s=s,
                           options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
         return fragments.regs_to_codes(spec.c, d), None
 
     c_lanes = lax.scan(body, c_lanes, (a_s, p_s, b_s))[0]
-    return untile(fragments.lanes_to_matrix(spec.c_layout, (spec.m, spec.n), c_lanes))
+    d = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, c_lanes)
+    return untile(_unstack_blocks(d, nb, tm, tn) if nb > 1 else d)
 
 
 @effort_jit(static_argnames=_STATIC + ("path", "s", "form", "dims"))
