@@ -8,9 +8,11 @@ machine and compared on another, or compared across backends and paths in one ru
 
 The grid (`grid`):
 
-* ``gemm``: every builtin (the 50 rows; ``--targets`` adds the CDNA3 SMFMAC fp8/bf8 rows
-  decoded for ``target='gfx950'``) x every model preset that applies to it (what `jwmma.models.resolve`
-  accepts for the builtin: the rule of ``jwmma gemm --model`` and the builtins' ``model=``;
+* ``gemm``: every builtin (every row of the table; ``--targets`` adds the CDNA3 rows whose fp8/bf8
+  decode differently for ``target='gfx950'``, and the rows whose default model on another target
+  is a model text, e.g. gfx90a's non-1k bf16 ``CDNA2(group=2)``) x every model preset that applies
+  to it (what `jwmma.models.resolve` accepts for the builtin, and the row's own model text: the rule
+  of ``jwmma gemm --model`` and the builtins' ``model=``;
   RDNA4 iu8/iu4 builtins with clamp=False and clamp=True) x ``jwmma.gemm(path='matrix')`` and
   ``path='registers'`` with ``backend='xla'``, plus ``path='matrix'`` with ``backend='pallas'``
   wherever `jwmma.backends.pallas.kernel_for` names a kernel for the model (the register path
@@ -128,8 +130,25 @@ def _specs():
         yield name, spec
         for t in spec.targets[1:]:
             other = lookup(name, t)
-            if (other.a_format, other.b_format) != (spec.a_format, spec.b_format):
+            if (other.a_format, other.b_format) != (spec.a_format, spec.b_format) or \
+                    _own_model(other) not in (None, _own_model(spec)):
                 yield f"{name}@{t}", other
+
+
+def _same_formats_as_row(label: str, spec) -> bool:
+    """Whether a target variant decodes its operands as the row on its default target does."""
+    import jwmma
+
+    row = jwmma.BUILTINS[label.partition("@")[0]]
+    return "@" in label and (spec.a_format, spec.b_format) == (row.a_format, row.b_format)
+
+
+def _own_model(spec):
+    """A row's default model where it is a model text rather than a preset (gfx90a's non-1k
+    bf16 rows: 'CDNA2(group=2)'), which the presets of the grid do not cover; else None."""
+    from jwmma import models
+
+    return None if spec.default_model in models.PRESETS else spec.default_model
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,7 +198,9 @@ def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, ta
         if (only and not any(o in label for o in only)) or (not targets and "@" in label and not spec.scaled):
             continue
         for clamp in ((False, True) if spec.signed_choice else (False,)):
-            for model in applicable_models(spec, clamp):
+            own = [_own_model(spec)] if _own_model(spec) else []
+            presets = [] if own and _same_formats_as_row(label, spec) else applicable_models(spec, clamp)
+            for model in presets + own:  # a variant there only for its model text: that model alone
                 if models and model not in models:
                     continue
                 if "gemm" in parts:
@@ -571,7 +592,8 @@ def main(argv=None) -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS), help="xla, pallas")
     ap.add_argument("--only", default=None, help="comma list of substrings of builtin names")
     ap.add_argument("--models", default=None, help="comma list of model presets")
-    ap.add_argument("--targets", action="store_true", help="add the CDNA3 fp8/bf8 rows decoded for gfx950")
+    ap.add_argument("--targets", action="store_true",
+                    help="add the rows as decoded on their other targets (gfx950 fp8/bf8, gfx90a's own model texts)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1: this one)")
     ap.add_argument("--resume", action="store_true", help="with --save: skip the keys the file already holds")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds after which no item starts")

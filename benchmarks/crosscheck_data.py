@@ -390,7 +390,8 @@ def gemm_scales(spec, names):
 def gemm_shape(spec) -> tuple:
     """(batch, M, N, K): two row and two column tiles, both cut short (odd M and N), K three
     steps and an odd part of a fourth, and a batch of 2 behind the class axis."""
-    return (2,), 2 * spec.m - 11, 2 * spec.n - 13, 3 * spec.k + 5
+    cut = lambda t, by: by if t > by else t // 2 + 1  # noqa: E731 - 4x4 multi-block tiles: 5 of 8
+    return (2,), 2 * spec.m - cut(spec.m, 11), 2 * spec.n - cut(spec.n, 13), 3 * spec.k + 5
 
 
 def _values(spec, codes_a, codes_b, codes_c):
@@ -441,12 +442,13 @@ def wave_operands(spec):
     compressed in numpy (its two largest codes by magnitude per group; the specials class
     also gets duplicate positions whose second value is the first negated: exact
     cancellation). Returns (a_vals, pos or None, b, c, classes), leading dims
-    (len(classes), WAVES)."""
+    (len(classes), WAVES), and a multi-block row's block axis after them."""
     names = classes(spec.integer)
     sets = []
     for cls in names:
         rng = np.random.default_rng(seed_of("waves", spec.name, spec.target, *spec.fmt_codes, cls))
-        a, b, c = _class_operands(spec, cls, rng, (WAVES,), spec.m, spec.n, spec.k, False)
+        waves = (WAVES, spec.blocks) if spec.blocks > 1 else (WAVES,)  # a multi-block call: (blocks, M, K)
+        a, b, c = _class_operands(spec, cls, rng, waves, spec.m, spec.n, spec.k, False)
         pos = None
         if not spec.dense:
             if spec.integer:
