@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from jwmma.cli import main
 
 F16_OUT = "swmmac_f16_16x16x32_f16_w32"
@@ -40,3 +42,17 @@ def test_f32_builtin_keeps_every_default_model(capsys, tmp_path):
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert {r["model"] for r in json.loads(out)} == {"exact", "cdna3", "fma_chain"}
+
+
+@pytest.mark.slow
+def test_study_takes_the_older_chips_rows(capsys, tmp_path):
+    """MI200's multi-block and non-1k bf16 rows (their own default models on target gfx90a) and
+    RDNA3's WMMA on gfx1151: the sweep runs them with each row's model for that chip."""
+    for builtin, target, model in (("mfma_f32_16x16x4f16", "gfx90a", "cdna2"),
+                                   ("mfma_f32_4x4x2bf16", "gfx90a", "CDNA2(group=2)"),
+                                   ("wmma_f32_16x16x16_f16_w64", "gfx1151", "gfx11_dot2")):
+        rc = main(["study", "--builtin", builtin, "--target", target, *TINY, "-o", str(tmp_path / builtin), "--json"])
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        rows = json.loads(out)
+        assert model in {r["model"] for r in rows} and {r["builtin"] for r in rows} == {builtin}, (builtin, rows)
