@@ -30,9 +30,15 @@ from rows import NATIVE, ROWS, macs, native_dot, operands, timed  # noqa: E402  
 import jwmma  # noqa: E402
 
 #: this table's rows (labels of `rows.ROWS`), in its order
-TABLE = ["fp8_cdna3", "bf8fp8_cdna3_942", "f16_cdna3", "bf16_cdna3", "bf16_gfx12", "fp8_gfx12", "f16acc_gfx12",
-         "f16_wmma", "int8_cdna4", "iu8_staged", "fp8_exact", "fp8_fma_chain", "fp8_cdna3_xla_dots",
-         "mfma_fp8_cdna3", "mfma_f16_cdna3", "mfma_bf16_950", "mfma_int8_942", "mxfp8_cdna4_mx", "mxfp4_cdna4_mx"]
+TABLE = ["fp8_cdna3", "bf8fp8_cdna3_942", "f16_cdna3", "bf16_cdna3", "f16_gfx12", "bf16_gfx12", "fp8_gfx12",
+         "f16acc_gfx12", "f16_wmma", "bf16_wmma_gfx12", "fp8_wmma_gfx12", "f16acc_wmma_gfx12", "int8_cdna4",
+         "iu8_staged", "fp8_exact", "fp8_fma_chain", "fp8_cdna3_xla_dots", "mfma_fp8_cdna3", "mfma_f16_cdna3",
+         "mfma_bf16_cdna3", "mfma_bf16_950", "mfma_int8_942", "mxfp8_cdna4_mx", "mxfp4_cdna4_mx"]
+#: row -> the row it is measured against (issue 36's goals): a sparse row's dense twin (same
+#: input formats, same chip family; goal <= 0.6 of its time) and the MX rows' fp8 MFMA (<= 1.5)
+TWINS = {"fp8_cdna3": "mfma_fp8_cdna3", "f16_cdna3": "mfma_f16_cdna3", "bf16_cdna3": "mfma_bf16_cdna3",
+         "f16_gfx12": "f16_wmma", "bf16_gfx12": "bf16_wmma_gfx12", "fp8_gfx12": "fp8_wmma_gfx12",
+         "f16acc_gfx12": "f16acc_wmma_gfx12", "mxfp8_cdna4_mx": "mfma_fp8_cdna3", "mxfp4_cdna4_mx": "mfma_fp8_cdna3"}
 
 
 def bench_row(label, size, reps):
@@ -82,9 +88,16 @@ def main():
         rows.append(r)
         print(f"{label:28s} {r['mac_per_s']:9.3g} MAC/s  {r['time_ms']:9.2f} ms  x{r['x_dot']:<6}  first {r['first_s']} s"
               f"  ({r['builtin']}, {r['model']})", flush=True)
+    times = {r["label"]: r["time_ms"] for r in rows if "time_ms" in r}
+    ratios = {f"{r} / {t}": round(times[r] / times[t], 2) for r, t in TWINS.items() if r in times and t in times}
+    if ratios:
+        print("# time ratios: sparse / dense twin (goal <= 0.6), MX / fp8 MFMA (goal <= 1.5)", flush=True)
+        for k, v in ratios.items():
+            print(f"{k:44s} {v:6.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=dev.device_kind, jax=jax.__version__, size=args.size, rows=rows), f, indent=1)
+            json.dump(dict(device=dev.device_kind, jax=jax.__version__, size=args.size, rows=rows, ratios=ratios), f,
+                      indent=1)
 
 
 if __name__ == "__main__":
