@@ -367,7 +367,7 @@ def _run(key: Key):
     ra, rb, rc, idx, names, digest = _wave_data(key.builtin)
     last = spec.n_sets - 1 if not spec.dense else 0
     kw = {"model": key.model, "options": opts}
-    if len(spec.targets) > 1:
+    if spec.convention.name_of("target"):  # the chip picks the decoding or the arithmetic (RDNA3's: the same)
         kw["target"] = spec.target
     if spec.index.selector == "index_key":
         kw["index_key"] = last
