@@ -6,7 +6,10 @@ NUMERICS.md 2.3).
   (tests/data/rdna3_wmma_calculator.json), OPSEL[2] = 0 (`C`, `D`: the low halves) and = 1
   (`C_opsel4`, `D_opsel4`: the high halves), is where the table, `pack_c(..., opsel=)` and the
   `jwmma layout` view put each C/D element; A and B are the f32-output rows' (every entry too).
-* Arithmetic: the slow oracle tests/oracles/ref_gfx11.py (rocjitsu's packed DOT2 step written
+* Arithmetic: rocjitsu's gfx1100 (W7900) hardware captures of the packed WMMA
+  (tests/data/gfx1100_packed_wmma_captures.json: f16 wave32 fixture 0, bf16 wave64 fixtures 0 and
+  2, inputs from tests/data/gfx1201_wmma_captures.json) bit for bit, through the builtins and the
+  oracle; the slow oracle tests/oracles/ref_gfx11.py (rocjitsu's packed DOT2 step written
   from the spec: C widened, an f16 C aligned on a -14 floor, narrowed after every step) on
   adversarial waves, both opsel values, plain and `_tied`, both wave sizes; hand-made cases for
   each behaviour (subnormal C, NaN/Inf payloads, overflow to Inf, ties, bf16 truncation) whose
@@ -29,6 +32,8 @@ from oracles import ref_gfx11
 
 DATA = Path(__file__).parent / "data"
 CALC = json.loads((DATA / "rdna3_wmma_calculator.json").read_text())
+PACKED = json.loads((DATA / "gfx1100_packed_wmma_captures.json").read_text())
+INPUTS = json.loads((DATA / "gfx1201_wmma_captures.json").read_text())["packed_wmma"]
 DT = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
 NAMES = [f"wmma_{t}_16x16x16_{t}{tie}_w{w}" for w in (32, 64) for t in ("f16", "bf16") for tie in ("", "_tied")]
 
@@ -127,19 +132,41 @@ def _call(name, a, b, c, c_other, opsel):
     return got, other
 
 
+def _captures(fmt, wave):
+    """The transcribed gfx1100 captures of one format and wave size, as `_cases` rows: (what, A, B,
+    C, D) with A, B, C, D 16 x 16 codes (the loader's rules: tests/data/gfx1100_packed_wmma_captures.json)."""
+    out = []
+    for case in PACKED["cases"]:
+        if (case["fmt"], case["wave"]) == (fmt, wave):
+            fx = INPUTS[fmt][case["fixture"]]
+            assert fx["fixture"] == case["fixture"]
+            a, b, c, d = (np.array(x, np.uint16).reshape(16, 16) for x in (fx["a"], fx["b"], fx["c"], case["expected"]))
+            out.append((f"gfx1100 capture {fmt} wave{wave} fixture {case['fixture']}", a, b, c, d))
+    return out
+
+
 def _against_oracle(name, opsel, waves, seed, cases=()):
-    """``waves`` adversarial waves and the hand-made ``cases`` (`_cases`) in one call of the
-    builtin, against the oracle (and the cases against their worked-out bits)."""
-    fmt = jwmma.BUILTINS[name].c_type
+    """``waves`` adversarial waves, the hand-made ``cases`` (`_cases`) and the gfx1100 captures of
+    the row's format and wave size in one call of the builtin, against the oracle (and the cases
+    and captures against their bits)."""
+    spec = jwmma.BUILTINS[name]
+    fmt = spec.c_type
     rng = np.random.default_rng(seed)
     a, b = _codes(rng, fmt, (waves, 16, 16)), _codes(rng, fmt, (waves, 16, 16))
     c, c_other = _c_codes(rng, fmt, (waves, 16, 16)), _c_codes(rng, fmt, (waves, 16, 16))
+    caps = _captures(fmt, spec.wave)
+    if caps:
+        a, b, c = (np.concatenate([x, np.stack([cap[i] for cap in caps])]) for i, x in ((1, a), (2, b), (3, c)))
+        c_other = np.concatenate([c_other, _c_codes(rng, fmt, (len(caps), 16, 16))])
+        waves += len(caps)
     if cases:
         a, b, c = (np.concatenate([x, np.stack([case[i] for case in cases])]) for i, x in ((1, a), (2, b), (3, c)))
         c_other = np.concatenate([c_other, _c_codes(rng, fmt, (len(cases), 16, 16))])
     got, other = _call(name, a, b, c, c_other, opsel)
     for w in range(waves):
         assert got[w].tolist() == ref_gfx11.wmma16(a[w], b[w], c[w], fmt), (name, opsel, w)
+    for w, (what, *_, want) in enumerate(caps, start=waves - len(caps)):  # hardware, bit for bit
+        assert np.array_equal(got[w], want), (what, int((got[w] != want).sum()))
     for w, (what, *_, want) in enumerate(cases, start=waves):  # every output of a case is output (0, 0)
         assert np.all(got[w] == want), (what, hex(int(got[w, 0, 0])), hex(want))
         assert ref_gfx11.wmma16(a[w][:1], b[w][:, :1], c[w][:1, :1], fmt) == [[want]], what
@@ -211,7 +238,8 @@ def _cases(fmt):
 
 @pytest.mark.parametrize("name, opsel", [("wmma_f16_16x16x16_f16_tied_w32", 1), ("wmma_bf16_16x16x16_bf16_w64", 0)])
 def test_against_the_oracle_and_by_hand(name, opsel):
-    """Two adversarial waves and every hand-made case of the format in one call."""
+    """Two adversarial waves, the gfx1100 captures of the row's format and wave size and every
+    hand-made case of the format in one call."""
     _against_oracle(name, opsel, 2, 1, _cases(jwmma.BUILTINS[name].c_type))
 
 
