@@ -77,6 +77,14 @@ from .engine.builtins import (
     wmma_f32_16x16x16_bf16_w32,
     wmma_f32_16x16x16_f16_w64,
     wmma_f32_16x16x16_bf16_w64,
+    wmma_f16_16x16x16_f16_w32,
+    wmma_f16_16x16x16_f16_tied_w32,
+    wmma_bf16_16x16x16_bf16_w32,
+    wmma_bf16_16x16x16_bf16_tied_w32,
+    wmma_f16_16x16x16_f16_w64,
+    wmma_f16_16x16x16_f16_tied_w64,
+    wmma_bf16_16x16x16_bf16_w64,
+    wmma_bf16_16x16x16_bf16_tied_w64,
     wmma_i32_16x16x16_iu8_w32,
     wmma_i32_16x16x16_iu4_w32,
     wmma_i32_16x16x16_iu8_w64,
@@ -141,7 +149,7 @@ from .tiled import gemm
 from .quant import Unit, dot_general, einsum, matmul
 from .version import __version__
 
-#: the 100 builtin functions, in table order
+#: the 108 builtin functions, in table order
 BUILTIN_FUNCTIONS = (
     "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
     "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
@@ -162,6 +170,9 @@ BUILTIN_FUNCTIONS = (
     "wmma_f32_16x16x16_fp8_bf8_w32_gfx12", "wmma_f32_16x16x16_bf8_fp8_w32_gfx12",
     "wmma_f32_16x16x16_bf8_bf8_w32_gfx12",
     "wmma_f32_16x16x16_f16_w32", "wmma_f32_16x16x16_bf16_w32", "wmma_f32_16x16x16_f16_w64", "wmma_f32_16x16x16_bf16_w64",
+    "wmma_f16_16x16x16_f16_w32", "wmma_f16_16x16x16_f16_tied_w32", "wmma_bf16_16x16x16_bf16_w32",
+    "wmma_bf16_16x16x16_bf16_tied_w32", "wmma_f16_16x16x16_f16_w64", "wmma_f16_16x16x16_f16_tied_w64",
+    "wmma_bf16_16x16x16_bf16_w64", "wmma_bf16_16x16x16_bf16_tied_w64",
     "wmma_i32_16x16x16_iu8_w32", "wmma_i32_16x16x16_iu4_w32", "wmma_i32_16x16x16_iu8_w64", "wmma_i32_16x16x16_iu4_w64",
     "mfma_f32_32x32x2f32", "mfma_f32_16x16x4f32", "mfma_f32_32x32x4_xf32", "mfma_f32_16x16x8_xf32",
     "mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16", "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k",

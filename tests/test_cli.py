@@ -48,7 +48,7 @@ def test_list_arch_and_json(capsys):
     assert len(names) == 14 and all(n.startswith("smfmac") for n in names)
     rc, out, _ = run(capsys, "list", "--json")
     rows = json.loads(out)
-    assert rc == 0 and len(rows) == 103
+    assert rc == 0 and len(rows) == 111
     r = {x["name"]: x for x in rows}["swmmac_f16_16x16x32_f16_w32"]
     assert (r["m"], r["n"], r["k_dense"], r["k_compressed"]) == (16, 16, 32, 16)
     assert r["operands"]["c"] == {"type": "f16", "hip_vector": "v8half", "n": 8, "elements": 8,

@@ -95,6 +95,8 @@ _M12 = ("mfma_f32_32x32x4bf16", "mfma_f32_16x16x8bf16")
 # dense RDNA3 WMMA (wave32 and wave64, A/B replicated): the default gfx11_dot2 has no kernel
 _W3F = tuple(f"wmma_f32_16x16x16_{t}_w{w}" for w in (32, 64) for t in ("f16", "bf16"))
 _W3I = tuple(f"wmma_i32_16x16x16_{t}_w{w}" for w in (32, 64) for t in ("iu8", "iu4"))
+# RDNA3 16-bit outputs (opsel, _tied; GEMMs hold C in the low halves): gfx11_dot2 has no kernel either
+_W3H = tuple(f"wmma_{t}_16x16x16_{t}{tie}_w{w}" for w in (32, 64) for t in ("f16", "bf16") for tie in ("", "_tied"))
 _FLOAT_MODELS = (None, "exact", "fma_chain_k", "fma_chain", "cdna3", "cdna3_c785138")
 DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in _FLOAT_MODELS]
              + [(b, m, {}) for b in _MF + _M8 for m in _FLOAT_MODELS + ("gfx12_dot4",)]
@@ -102,7 +104,8 @@ DENSE_ALL = ([(b, m, {}) for b in _WF + _W8 for m in _FLOAT_MODELS]
              + [(b, m, dict(clamp=cl)) for b in _WI for m in (None, "exact") for cl in (False, True)]
              + [(b, m, {}) for b in _MI for m in (None, "exact", "staged_clamp")]
              + [(b, m, {}) for b in _W3F + _M12 for m in _FLOAT_MODELS[1:] + ("gfx12_dot4",)]
-             + [(b, m, dict(clamp=cl)) for b in _W3I for m in (None, "staged_clamp") for cl in (False, True)])
+             + [(b, m, dict(clamp=cl)) for b in _W3I for m in (None, "staged_clamp") for cl in (False, True)]
+             + [(b, m, {}) for b in _W3H for m in ("exact", "fma_chain_k", "fma_chain", "gfx12_dot4")])
 DENSE_CORE = [
     ("wmma_f32_16x16x16_f16_w32_gfx12", None, {}),  # gfx12_dot4, f32 by conversion
     ("wmma_bf16_16x16x16_bf16_w32_gfx12", None, {}),  # gfx12_dot4, per-step bf16 truncation
@@ -223,7 +226,8 @@ def test_dense_grid_covers_every_row_and_kernel_model():
                     want.add((name, m_obj))
             except ValueError:  # the model does not apply to the row, or has no kernel there
                 continue
-    assert len({b for b, _ in want}) == 11 + len(_MF) + len(_M8) + len(_MI) + len(_W3F) + len(_W3I) + len(_M12)
+    assert len({b for b, _ in want}) == (11 + len(_MF) + len(_M8) + len(_MI) + len(_W3F) + len(_W3I) + len(_M12)
+                                         + len(_W3H))
     have = {(b, models.resolve(m, context(lookup(b)), lookup(b).default_model)) for b, m, _ in DENSE_ALL}
     assert want <= have, sorted(str(x) for x in want - have)
     assert all(c in DENSE_CORE or c in DENSE_SLOW for c in DENSE_ALL)

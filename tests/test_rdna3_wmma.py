@@ -1,5 +1,6 @@
 """RDNA3 (gfx11) dense WMMA: `wmma_f32_16x16x16_{f16,bf16}_w32/_w64` and
-`wmma_i32_16x16x16_{iu8,iu4}_w32/_w64` (docs/spec/BUILTINS_MORE.md section 5).
+`wmma_i32_16x16x16_{iu8,iu4}_w32/_w64` (docs/spec/BUILTINS_MORE.md section 5; the 16-bit outputs
+with opsel: tests/test_rdna3_wmma16.py).
 
 * Layouts: every entry of AMD's matrix instruction calculator dump
   (tests/data/rdna3_wmma_calculator.json: A and B replicated in every 16-lane group, each copy
@@ -29,6 +30,7 @@ DT = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
 FLOAT = [f"wmma_f32_16x16x16_{t}_w{w}" for w in (32, 64) for t in ("f16", "bf16")]
 INT = [f"wmma_i32_16x16x16_{t}_w{w}" for w in (32, 64) for t in ("iu8", "iu4")]
 ROWS = FLOAT + INT
+SIXTEEN = [f"wmma_{t}_16x16x16_{t}{tie}_w{w}" for w in (32, 64) for t in ("f16", "bf16") for tie in ("", "_tied")]
 
 
 def _calc(name):
@@ -251,7 +253,7 @@ def test_listing_targets_and_layout_command(capsys):
     from jwmma.cli import main
     assert main(["list", "--arch", "gfx1100", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert sorted(r["name"] for r in rows) == sorted(ROWS)
+    assert sorted(r["name"] for r in rows) == sorted(ROWS + SIXTEEN)
     assert main(["list", "--target", "gfx1151"]) == 0
     out = capsys.readouterr().out
     assert all(n in out for n in ROWS)
@@ -264,12 +266,3 @@ def test_listing_targets_and_layout_command(capsys):
     out = capsys.readouterr().out
     assert "lane 17  elem  1  v[1] bits [31:0]    -> C[3][1]" in out
 
-
-def test_the_16_bit_output_rows_are_named_as_not_emulated():
-    """wmma_f16/bf16_16x16x16_*_w32/_w64 (opsel, _tied): not rows yet, and `jwmma list` says so."""
-    from jwmma.isa.table import OPTIONAL
-    for name in ("wmma_f16_16x16x16_f16_w32", "wmma_bf16_16x16x16_bf16_w64"):
-        assert name not in jwmma.BUILTINS and name.rsplit("_", 1)[0] in OPTIONAL
-        with pytest.raises(ValueError, match=rf"unknown builtin '{name}'"):
-            jwmma.isa.table.lookup(name)
-    assert "_tied forms" in OPTIONAL

@@ -45,6 +45,9 @@ def cmd_layout(args) -> int:
             f"--index-set for {spec.name} must be one of {list(range(len(spec.index_sets)))} "
             f"({view.index_set_note(spec)})"
         )
+    if args.opsel and not (spec.opsel and operand == "c"):
+        raise CliError(f"--opsel picks the C/D half of the RDNA3 f16/bf16-output WMMA (wmma_f16_16x16x16_f16_*, "
+                       f"wmma_bf16_16x16x16_bf16_* and their _tied forms); not {spec.name} operand {args.operand}")
     if args.panel < 1:
         raise CliError(f"--panel must be a positive number of columns, got {args.panel}")
     lanes = None
@@ -59,18 +62,19 @@ def cmd_layout(args) -> int:
         if len(element) != 2:
             raise CliError(f"--element takes ROW,COL, got {args.element!r}")
         try:
-            view.where_is(spec, operand, *element, index_set=args.index_set)
+            view.where_is(spec, operand, *element, index_set=args.index_set, opsel=args.opsel)
         except ValueError as e:
             raise CliError(str(e)) from None
     if args.json:
-        rows = view.entries(spec, operand, args.index_set)
+        rows = view.entries(spec, operand, args.index_set, args.opsel)
         rows = [r for r in rows if (lanes is None or r.lane in lanes) and (element is None or [r.row, r.col] == element)]
         print(json.dumps([r.__dict__ for r in rows]))
         return 0
     if args.grid:
-        lines = view.render_grid(spec, operand, index_set=args.index_set, panel=args.panel)
+        lines = view.render_grid(spec, operand, index_set=args.index_set, panel=args.panel, opsel=args.opsel)
     else:
-        lines = view.render_list(spec, operand, index_set=args.index_set, lanes=lanes, element=element)
+        lines = view.render_list(spec, operand, index_set=args.index_set, lanes=lanes, element=element,
+                                 opsel=args.opsel)
     print("\n".join(lines))
     return 0
 
@@ -98,5 +102,8 @@ def add(sub):
                    help="block-scaled builtins: the format of A and B (0 fp8 E4M3, 1 bf8 E5M2, 2 fp6 E2M3, "
                    "3 bf6 E3M2, 4 fp4 E2M1; default 0): 8-bit formats lie in 16-element chunks, 6/4-bit ones "
                    "contiguous")
+    p.add_argument("--opsel", type=int, choices=[0, 1], default=0,
+                   help="RDNA3 f16/bf16-output WMMA, operand c/d: the half of each VGPR (0 bits 15:0, the default; "
+                   "1 bits 31:16), as the builtin's opsel")
     add_target_arg(p)
     p.set_defaults(func=cmd_layout)

@@ -1,4 +1,4 @@
-"""The 103 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 111 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -37,7 +37,7 @@ __all__ = ["call", "make", "run_call", "run_registers", "run_waves", "wave_block
 # ------------------------------------------------------------------------------ the kernel
 def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=None, *, s: int, options,
                a_signed=True, b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0),
-               broadcast: tuple = (0, 0)):
+               broadcast: tuple = (0, 0), half: int = 0):
     """One builtin call on validated, broadcast registers (jitted as `run_registers`).
 
     Args:
@@ -61,7 +61,8 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         sa, sb = fragments.scale_matrices(spec, scale_a, scale_b, opsel)
         a_mat, b_mat = a_mat | (sa << 8), b_mat | (sb << 8)
     pos = fragments.positions(spec, idx, s)
-    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.regs_to_codes(spec.c, c))
+    c_codes = fragments.regs_to_codes(spec.c, c)
+    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.c_slots(spec, c_codes, half))
     if spec.blocks > 1:  # the blocks are independent products: a batch dimension of one step
         split = lambda x, r: x.reshape(*x.shape[:-2], spec.blocks, r, x.shape[-1])
         a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
@@ -69,13 +70,15 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
     d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
              clamp=clamp)
     d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
-    return fragments.codes_to_regs(spec.c, fragments.matrix_to_lanes(spec.c_layout, d.astype(jnp.int32)),
-                                   c.dtype)
+    d_lanes = fragments.matrix_to_lanes(spec.c_layout, d.astype(jnp.int32))
+    # an opsel row writes one half of each VGPR; the other is C's (_tied) or, unspecified on hardware, zero
+    other = fragments.c_slots(spec, c_codes, 1 - half) if spec.tied else None
+    return fragments.codes_to_regs(spec.c, fragments.c_words(spec, d_lanes, half, other), c.dtype)
 
 
 #: the jitted kernel of every builtin call (also issued per K step by the GEMM register path)
 run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed",
-                                                     "clamp", "blgp", "opsel", "broadcast"))
+                                                     "clamp", "blgp", "opsel", "broadcast", "half"))
 
 
 def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
@@ -88,13 +91,14 @@ def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
 
 
 def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
-           b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0)):
+           b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0),
+           half: int = 0):
     """`_registers` on (W, lanes, n) registers, W waves cut into blocks (`wave_block`) run one
     after the other (lax.map): every wave is independent, so no bit changes, and memory is
     the operands, D and one block's working set at any W."""
     w = a.shape[0]
     run = functools.partial(_registers, spec, model, s=s, options=options, a_signed=a_signed, b_signed=b_signed,
-                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast)
+                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half)
     bw = wave_block(spec, model, context(spec, clamp), options, w)
     if bw >= w:
         return run(a, b, c, idx, scale_a, scale_b)
@@ -111,11 +115,12 @@ def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, 
 
 #: a direct builtin call: the kernel over blocks of waves
 run_waves = jax.jit(_waves, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
-                                             "blgp", "opsel", "broadcast"))
+                                             "blgp", "opsel", "broadcast", "half"))
 
 
 def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
-         check=False, options=None, backend=None, blgp=0, scales=(None, None), opsel=(0, 0), broadcast=(0, 0)):
+         check=False, options=None, backend=None, blgp=0, scales=(None, None), opsel=(0, 0), broadcast=(0, 0),
+         half=None):
     """Validate the operands of ``spec`` and run it: what every builtin function does.
 
     Args:
@@ -126,12 +131,14 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
         options, backend: execution options (`jwmma.Options`); blgp: the CDNA3 f32 MFMA's B
         lane pattern (checked); scales: a block-scaled builtin's (scale_a, scale_b) registers
         (*batch, lanes) int32, None for no scaling (every byte 127, factor 1); opsel: their
-        bytes (checked); broadcast: a multi-block MFMA's (cbsz, abid) (`check_broadcast`).
+        bytes (checked); broadcast: a multi-block MFMA's (cbsz, abid) (`check_broadcast`);
+        half: an opsel row's opsel (checked; None: 0), the C/D half it reads and writes.
     Returns:
         D registers, c's shape (after broadcasting) and dtype.
     """
     check = check_bool_kw(check, "check")
     broadcast = check_broadcast(spec, *broadcast)
+    half = 0 if half is None else fragments.check_opsel(spec, half)
     a = fragments.check_regs(spec, spec.a, a, "a")
     b = fragments.check_regs(spec, spec.b, b, "b")
     c = fragments.check_regs(spec, spec.c, c, "c")
@@ -157,11 +164,11 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(batch + c.shape[-2:], c.dtype)
     opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.blocks * spec.m * spec.kc * spec.n, m,
-                  (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, broadcast,
+                  (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, broadcast, half,
                    shapes_key(a, b, c, idx, *scales)))
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
-                        clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast)
+                        clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half)
 
 
 def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
@@ -182,7 +189,8 @@ def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
 
 
 def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
-          b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0)):
+          b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0),
+          half: int = 0):
     """A whole builtin call on validated registers as one program (jitted as `run_call`):
     broadcast the waves, flatten them, `_waves`, and D back in C's shape and dtype. Nothing
     runs outside it: every eager JAX operation on a new shape would compile a program of its
@@ -195,14 +203,14 @@ def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, o
     w = int(np.prod(batch, dtype=np.int64))
     flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx, sa, sb)]
     d = _waves(spec, model, *flat, s=s, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
-               blgp=blgp, opsel=opsel, broadcast=broadcast)
+               blgp=blgp, opsel=opsel, broadcast=broadcast, half=half)
     d = d.reshape(batch + d.shape[1:])
     return d if d.dtype == c_dtype else lax.bitcast_convert_type(d, c_dtype)
 
 
 #: a direct builtin call, validation aside: one program per builtin, model, options and shapes
 run_call = effort_jit(_call, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
-                                             "blgp", "opsel", "broadcast"))
+                                             "blgp", "opsel", "broadcast", "half"))
 
 
 # ------------------------------------------------------------------------ the functions
@@ -225,7 +233,7 @@ def _hip_call(spec: BuiltinSpec, arguments: dict):
     return call(spec, r["a"], r["b"], r["c"], r.get("index"), s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
                 model=r["model"], check=r["check"], options=r["options"], backend=r["backend"],
                 blgp=r.get("blgp", 0), scales=(r.get("scale_a"), r.get("scale_b")),
-                opsel=(r.get("opsel_a", 0), r.get("opsel_b", 0)), broadcast=broadcast)
+                opsel=(r.get("opsel_a", 0), r.get("opsel_b", 0)), broadcast=broadcast, half=r.get("opsel"))
 
 
 def _doc(spec: BuiltinSpec) -> str:
@@ -329,6 +337,14 @@ wmma_f32_16x16x16_f16_w32 = make("wmma_f32_16x16x16_f16_w32")
 wmma_f32_16x16x16_bf16_w32 = make("wmma_f32_16x16x16_bf16_w32")
 wmma_f32_16x16x16_f16_w64 = make("wmma_f32_16x16x16_f16_w64")
 wmma_f32_16x16x16_bf16_w64 = make("wmma_f32_16x16x16_bf16_w64")
+wmma_f16_16x16x16_f16_w32 = make("wmma_f16_16x16x16_f16_w32")
+wmma_f16_16x16x16_f16_tied_w32 = make("wmma_f16_16x16x16_f16_tied_w32")
+wmma_bf16_16x16x16_bf16_w32 = make("wmma_bf16_16x16x16_bf16_w32")
+wmma_bf16_16x16x16_bf16_tied_w32 = make("wmma_bf16_16x16x16_bf16_tied_w32")
+wmma_f16_16x16x16_f16_w64 = make("wmma_f16_16x16x16_f16_w64")
+wmma_f16_16x16x16_f16_tied_w64 = make("wmma_f16_16x16x16_f16_tied_w64")
+wmma_bf16_16x16x16_bf16_w64 = make("wmma_bf16_16x16x16_bf16_w64")
+wmma_bf16_16x16x16_bf16_tied_w64 = make("wmma_bf16_16x16x16_bf16_tied_w64")
 wmma_i32_16x16x16_iu8_w32 = make("wmma_i32_16x16x16_iu8_w32")
 wmma_i32_16x16x16_iu4_w32 = make("wmma_i32_16x16x16_iu4_w32")
 wmma_i32_16x16x16_iu8_w64 = make("wmma_i32_16x16x16_iu8_w64")

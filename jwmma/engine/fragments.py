@@ -26,13 +26,14 @@ from .element_codes import check_value_input, codes_to_values, storage_bits, to_
 from .index_registers import check_index, index_words, pack_index, positions, unpack_index
 from .registers import (codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute, register_words,
                         regs_to_codes)
-from .validation import as_array, check_bool_kw, check_last_dims
+from .validation import as_array, check_bool_kw, check_last_dims, check_static_bool
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
     "register_words", "regs_to_codes", "codes_to_regs", "value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values",
     "lanes_to_matrix", "matrix_to_lanes", "permute", "index_words", "positions", "check_regs", "check_index", "or_reduce",
     "format_code", "scale_matrices", "scale_registers", "check_scale_register", "scale_codes", "pack_scale", "unpack_scale",
+    "c_slots", "c_words", "check_opsel",
 ]
 
 
@@ -59,9 +60,11 @@ def _fmt(spec: BuiltinSpec, which: str, fmt, x=None) -> BuiltinSpec:
     return lookup(spec.name, spec.target, (fmt, other) if which == "a" else (other, fmt))
 
 
-def _pack(name: str, which: str, x, check: bool = False, target: str | None = None, fmt=None) -> jnp.ndarray:
+def _pack(name: str, which: str, x, check: bool = False, target: str | None = None, fmt=None,
+          opsel=None) -> jnp.ndarray:
     check = check_bool_kw(check, "check")
     spec = lookup(name, target)
+    half = _opsel_kw(spec, which, opsel)
     what, form = _MATRIX[which]
     x = as_array(x, what)
     spec = _fmt(spec, which, fmt, x if which != "c" else None)
@@ -75,14 +78,22 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
     codes = value_codes(t, x, what, check=check)
     if op.elem_bits < 32:
         codes = codes & ((1 << op.elem_bits) - 1)
-    return codes_to_regs(op, matrix_to_lanes(layout, codes))
+    lanes = matrix_to_lanes(layout, codes)
+    if which == "c":  # an opsel row: the values in half `half` of every VGPR, zeros in the other
+        lanes = c_words(spec, lanes, half)
+    return codes_to_regs(op, lanes)
 
 
-def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None, fmt=None) -> jnp.ndarray:
+def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None, fmt=None,
+            opsel=None) -> jnp.ndarray:
     spec = _fmt(lookup(name, target), which, fmt)
+    half = _opsel_kw(spec, which, opsel)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
-    out = codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
+    codes = regs_to_codes(op, regs)
+    if which == "c":
+        codes = c_slots(spec, codes, half)
+    out = codes_to_values(t, lanes_to_matrix(layout, shape, codes), signed)
     if spec.blocks > 1:  # (*batch, blocks, R, C)
         out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
     return out
@@ -158,7 +169,7 @@ def unpack_b(name: str, regs, *, signed: bool = True, target: str | None = None,
 
 
 @strict_keywords
-def pack_c(name: str, c, *, check: bool = False, target: str | None = None) -> jnp.ndarray:
+def pack_c(name: str, c, *, check: bool = False, target: str | None = None, opsel: bool | None = None) -> jnp.ndarray:
     """Accumulator -> registers.
 
     Args:
@@ -169,24 +180,64 @@ def pack_c(name: str, c, *, check: bool = False, target: str | None = None) -> j
             (v mod 2**bits, two's complement), as the register holds them.
         target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
             default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
+        opsel: the RDNA3 f16/bf16-output builtins' half of each VGPR (False/0: bits 15:0, the
+            default; True/1: bits 31:16), as the builtin's opsel; the other half is zero. Other
+            builtins take None.
     Returns:
         (*batch, lanes, n_c) registers (RDNA4 bf16 as int16 bit patterns).
     """
-    return _pack(name, "c", c, check, target)
+    return _pack(name, "c", c, check, target, opsel=opsel)
 
 
 @strict_keywords
-def unpack_c(name: str, regs, *, target: str | None = None) -> jnp.ndarray:
+def unpack_c(name: str, regs, *, target: str | None = None, opsel: bool | None = None) -> jnp.ndarray:
     """Registers -> accumulator (C or D).
 
     Args:
         name: the builtin; regs: (*batch, lanes, n_c).
         target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
             default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
+        opsel: the RDNA3 f16/bf16-output builtins' half to read (False/0: bits 15:0, the
+            default; True/1: bits 31:16); other builtins take None.
     Returns:
         (*batch, M, N) values of the C type (bf16 as bfloat16).
     """
-    return _unpack(name, "c", regs, True, target)
+    return _unpack(name, "c", regs, True, target, opsel=opsel)
+
+
+# ------------------------------------------------------------------------------ opsel halves
+def check_opsel(spec: BuiltinSpec, opsel, what: str = "opsel") -> int:
+    """``opsel`` of a builtin call or a pack/unpack as 0 or 1 (a compile-time bool, or the int
+    0/1, as LLVM's ``bool opsel``); ValueError for rows without one, TypeError otherwise."""
+    if not spec.opsel:
+        raise ValueError(f"{what} applies to the RDNA3 f16/bf16-output WMMA (wmma_f16_16x16x16_f16_*, "
+                         f"wmma_bf16_16x16x16_bf16_* and their _tied forms); {spec.name} takes none")
+    return int(check_static_bool(opsel, what))
+
+
+def _opsel_kw(spec: BuiltinSpec, which: str, opsel) -> int:
+    """The half a pack_c/unpack_c reads or writes: 0 unless an opsel row is given one."""
+    if opsel is None:
+        return 0
+    if which != "c":  # pragma: no cover - only pack_c/unpack_c pass one
+        raise ValueError("opsel applies to C and D only")
+    return check_opsel(spec, opsel)
+
+
+def c_slots(spec: BuiltinSpec, codes, half: int = 0):
+    """(*batch, lanes, n_c) C/D register codes -> the (*batch, lanes, slots) codes of
+    ``spec.c_layout``: on an opsel row the 16-bit half ``half`` of each VGPR, else all of them."""
+    return codes[..., half::2] if spec.opsel else codes
+
+
+def c_words(spec: BuiltinSpec, slots, half: int = 0, other=None):
+    """Inverse of `c_slots`: (*batch, lanes, slots) codes -> (*batch, lanes, n_c) register codes,
+    on an opsel row with ``other`` (codes of the same shape; None: zeros) in the other half."""
+    if not spec.opsel:
+        return slots
+    other = jnp.zeros_like(slots) if other is None else jnp.broadcast_to(other, slots.shape).astype(slots.dtype)
+    pair = (slots, other) if half == 0 else (other, slots)
+    return jnp.stack(pair, -1).reshape(*slots.shape[:-1], 2 * slots.shape[-1])
 
 
 # ------------------------------------------------------------------------------ validation

@@ -4,7 +4,7 @@ and 2.1, API.md section 1).
 A convention is the builtin's argument list in HIP order, each argument with its *role* (the
 operand or modifier it is: 'a', 'b', 'c', 'index', 'a_signed', 'b_signed', 'clamp', 'cbsz',
 'abid', 'blgp', 'fmt_a', 'fmt_b', 'opsel_a', 'scale_a', 'opsel_b',
-'scale_b'), plus the Python-only keywords (RDNA4's ``index_key``; the CDNA3 SMFMAC's ``target``,
+'scale_b', 'opsel'), plus the Python-only keywords (RDNA4's ``index_key``; the CDNA3 SMFMAC's ``target``,
 which picks the fp8/bf8 decoding of the chip the code runs on). From it follow the HIP
 prototype text (`signature`), the Python signature of the builtin functions
 (`python_signature`), the adapter from bound arguments to roles (`roles`) and back to HIP
@@ -126,6 +126,12 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "hold 32 elements of that format, packed little-endian); scale_a/scale_b: one int32 per "
                "lane whose byte opsel_a/opsel_b (0..3) is an E8M0 block scale (2**(s-127), 0xFF NaN); "
                "None: no scaling (factor 1: what LLVM compiles a literal scale of 0 to)."),
+    # RDNA3 (gfx11) f16/bf16-output WMMA and their _tied forms: LLVM's `bool opsel` picks the C/D half
+    Convention("wmma_opsel", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("opsel", "opsel", False)), (),
+               "opsel (a compile-time bool, LLVM's; default False) picks the 16-bit half of each C/D VGPR: False "
+               "bits 15:0 (register elements 0, 2, 4, ...), True bits 31:16 (elements 1, 3, 5, ...); C is read from "
+               "that half and D written there. The other half of D: C's in the _tied builtins; unspecified in the "
+               "others (hardware leaves the destination VGPR's bits), where jwmma writes zeros."),
     Convention("wmma_iu", (Param("a_sign", "a_signed"), Param("a", "a"), Param("b_sign", "b_signed"),
                            Param("b", "b"), Param("c", "c"), Param("clamp", "clamp")), (),
                "a_sign/b_sign true = signed operand; clamp saturates the i32 result (default model: after "
@@ -143,7 +149,7 @@ ENGINE_KEYWORDS = (("model", None), ("check", False), ("options", None), ("backe
 #: what a role is called in the HIP prototype when it is not a register operand
 _C_TYPES = {"target": "str", "index": "int", "a_signed": "bool", "b_signed": "bool", "clamp": "bool", "cbsz": "int",
             "abid": "int", "blgp": "int", "fmt_a": "int", "fmt_b": "int", "opsel_a": "int", "opsel_b": "int",
-            "scale_a": "int", "scale_b": "int"}
+            "scale_a": "int", "scale_b": "int", "opsel": "bool"}
 
 
 def signature(spec) -> str:
@@ -204,7 +210,8 @@ def roles(conv: Convention, arguments: dict) -> dict:
 
 
 def hip_args(conv: Convention, a, b, c, index=None, *, a_signed=True, b_signed=True, clamp=False, cbsz=0,
-             abid=0, blgp=0, fmt_a=0, fmt_b=0, opsel_a=0, scale_a=None, opsel_b=0, scale_b=None) -> tuple:
+             abid=0, blgp=0, fmt_a=0, fmt_b=0, opsel_a=0, scale_a=None, opsel_b=0, scale_b=None,
+             opsel=False) -> tuple:
     """The positional HIP arguments of a call, in the convention's order.
 
     Args:
@@ -212,12 +219,12 @@ def hip_args(conv: Convention, a, b, c, index=None, *, a_signed=True, b_signed=T
         a, b, c, index: the register operands and the index register (left out by the
             dense builtins, which have none).
         a_signed, b_signed, clamp, cbsz, abid, blgp, fmt_a, fmt_b, opsel_a, scale_a,
-            opsel_b, scale_b: modifiers and scale registers; those the convention lacks are
-            left out (their defaults are what those builtins do).
+            opsel_b, scale_b, opsel: modifiers and scale registers; those the convention lacks
+            are left out (their defaults are what those builtins do).
     Returns:
         A tuple to call the builtin function with: ``fn(*hip_args(...), model=...)``.
     """
     value = dict(a=a, b=b, c=c, index=index, a_signed=a_signed, b_signed=b_signed, clamp=clamp, cbsz=cbsz,
                  abid=abid, blgp=blgp, fmt_a=fmt_a, fmt_b=fmt_b, opsel_a=opsel_a, scale_a=scale_a, opsel_b=opsel_b,
-                 scale_b=scale_b)
+                 scale_b=scale_b, opsel=opsel)
     return tuple(value[p.role] for p in conv.params)

@@ -8,7 +8,7 @@ __all__ = [
     "GFX12_F32", "GFX12_16", "GFX12_8", "STAGED", "WMMA_F32", "WMMA_16", "WMMA_8", "WMMA_INT", "CDNA3",
     "EXACT_I8", "CDNA3_942", "MFMA_942", "MFMA_F32", "MFMA_XF32", "MFMA_950", "MFMA_908", "MFMA_90A",
     "MFMA_F32_12", "ON_CDNA12", "ON_CDNA12_F32", "ON_CDNA2", "BF16_908", "BF16_90A", "ON_CDNA12_BF16",
-    "MFMA_I8_12", "MFMA_I8", "GFX11_F32", "GFX11_INT", "MFMA_MX"
+    "MFMA_I8_12", "MFMA_I8", "GFX11_F32", "GFX11_16", "GFX11_INT", "MFMA_MX"
 ]
 
 GFX12_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu); transfer to SWMMAC and its "
@@ -63,6 +63,10 @@ MFMA_I8 = "exact dot, i32 result wraps (integer products and sums are exact; no 
 GFX11_F32 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain (8 steps of 2 products, sign-frame truncation) "
              "reproduces its W7900 captures (all 103 DOT2 cases and the 256-output WMMA matrix); [ASSUMED] on "
              "gfx1151 (RDNA3.5), whose silicon is reported to differ (ROCm/rocm-systems issue 12056, open)")
+GFX11_16 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain on a 16-bit accumulator (C widened, an f16 C aligned "
+            "on a -14 floor, narrowed after every step: f16 by RNE from the integer total, bf16 by truncating the f32 "
+            "result) reproduces its W7900 packed-WMMA captures (three of 28 matrices transcribed: f16 wave32, bf16 "
+            "wave64 x2, 768/768 outputs); [ASSUMED] on gfx1151 (ROCm/rocm-systems issue 12056)")
 GFX11_INT = "exact dot, i32 result wraps; clamp saturates once at the end (rocjitsu's gfx11 model)"
 MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
            "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "

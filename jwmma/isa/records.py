@@ -113,7 +113,10 @@ class BuiltinSpec:
     (A, B) format codes of a scaled row (its variants: `jwmma.isa.table.lookup`'s formats=);
     blocks: independent M x N x K products per call (multi-block MFMA: wave/M; else 1), the
     layouts then cover matrices with the blocks stacked along the rows (`a_shape`, `b_shape`,
-    `c_shape`).
+    `c_shape`); opsel: the 16-bit C/D values fill one half of each 32-bit VGPR, the half the
+    call's ``opsel`` picks (RDNA3 f16/bf16 outputs: register element 2t + opsel holds layout slot
+    t; ``c`` is the whole register vector, ``c_layout`` the slots); tied: D's other halves are C's
+    (the ``_tied`` builtins; without it they are unspecified and jwmma writes zeros there).
     """
 
     name: str
@@ -145,6 +148,8 @@ class BuiltinSpec:
     scaled: bool = False
     fmt_codes: tuple = ()
     blocks: int = 1
+    opsel: bool = False
+    tied: bool = False
 
     # ---------------------------------------------------------------- derived facts
     @property
@@ -259,6 +264,18 @@ class BuiltinSpec:
         else:
             how = "the builtin reads set 0 unless called with index_key=1"
         return f"{words} {width}-bit index sets ({sets}); {how}"
+
+    def c_elements(self, opsel: int = 0) -> np.ndarray:
+        """The register element of C/D that holds each slot of ``c_layout``: 2t + opsel on an
+        opsel row (the 16-bit half opsel of VGPR t), t itself on the others.
+
+        Args:
+            opsel: the half (0: bits 15:0, 1: bits 31:16); rows without opsel take 0 only.
+        Returns:
+            (slots,) int array.
+        """
+        slots = np.arange(self.c_layout.shape[1])
+        return 2 * slots + opsel if self.opsel else slots
 
     def require_single_block(self, what: str) -> None:
         """Raise ValueError where ``what`` (a GEMM driver that packs one tile's registers per call:

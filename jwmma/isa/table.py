@@ -105,9 +105,7 @@ CDNA4_MFMA_SCALE = Family(  # BUILTINS_DENSE.md 1.2, 5
 SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
-OPTIONAL = ("f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64) and the RDNA3 "
-            "16-bit-output WMMA with opsel (wmma_f16_16x16x16_f16_w32/_w64, wmma_bf16_16x16x16_bf16_w32/_w64 and "
-            "their _tied forms)")
+OPTIONAL = ("f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64)")
 
 _FNUZ = {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}
 #: the CDNA builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1,
@@ -177,7 +175,7 @@ _RULES: dict = {}
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
          sets: int, model: str, evidence: str, targets: str | None = None,
          register_chain: bool = False, blgp: str = "", long: bool = False,
-         per_target: dict | None = None) -> BuiltinSpec:
+         per_target: dict | None = None, opsel: bool = False, tied: bool = False) -> BuiltinSpec:
     """A table row from its keyword record; operands and layouts follow from the family.
     ``targets`` names an entry of `TARGETS` (the chips it runs on and their element types);
     the first target is the row's, the others are kept for `lookup`. ``register_chain``:
@@ -185,7 +183,9 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
     'swizzle' where blgp permutes B's lanes. ``long``: A and B are 64-bit HIP `long`s.
     A scaled family's row is built for every pair of `SCALE_FORMATS` (the first, fp8 x fp8,
     is the row; ``a``/``b`` are ignored). ``per_target``: target -> the ``model``, ``evidence``
-    and ``blgp`` of the row on that chip, where they differ from the row's (gfx908, gfx90a)."""
+    and ``blgp`` of the row on that chip, where they differ from the row's (gfx908, gfx90a).
+    ``opsel``: 16-bit C/D values in one half of each 32-bit VGPR (the call's opsel picks it), so C
+    has two register elements per layout slot; ``tied``: D's other halves are C's."""
     chips = TARGETS[targets] if targets else ((family.arch, {}),)
     per_target = per_target or {}
     if not set(per_target) <= {t for t, _ in chips}:
@@ -195,6 +195,8 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
     n_a, n_b, n_c = (blocks * x // family.wave for x in (m * kc, k * n, m * n))
     if family.replicated:  # every lane a whole row of A and column of B
         n_a, n_b = kc, k
+    if opsel and element_type(c).bits != 16:
+        raise ValueError(f"{name}: opsel picks a 16-bit half of each C/D VGPR; {c} is not 16-bit")
     pairs = [(fa, fb) for fa in SCALE_FORMATS for fb in SCALE_FORMATS] if family.scaled else [None]
     variants = []
     for target, types in chips:
@@ -205,13 +207,14 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
             variants.append(BuiltinSpec(
                 name=name, family=family.title, arch=target, wave=family.wave, m=m, n=n, k=k,
                 a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a, long), b=_operand(family, tb, n_b, long),
-                c=_operand(family, c, n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
+                c=_operand(family, c, 2 * n_c if opsel else n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
                 default_model=own.get("model", model), default_evidence=own.get("evidence", evidence),
                 a_layout=family.a_layout(m, n_a, bits_a, k), b_layout=family.b_layout(m, n_b, bits_b, k),
                 c_layout=family.c_layout(m), dense=family.dense, target=target,
                 targets=tuple(t for t, _ in chips),
                 chain_order=rocjitsu_chain_order(kc) if register_chain else None,
                 blgp=own.get("blgp", blgp), scaled=family.scaled, fmt_codes=codes or (), blocks=blocks,
+                opsel=opsel, tied=tied,
             ))
     spec = variants[0]
     if targets in TARGET_RULES:
@@ -316,6 +319,11 @@ _ROWS = (
     *(_row(fam, f"wmma_f32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="f32", convention="wmma",
            sets=1, model="gfx11_dot2", evidence=ev.GFX11_F32, targets="rdna3")
       for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("f16", "bf16")),
+    # the 16-bit outputs (BUILTINS_MORE.md 5.1): D in the half of each VGPR that opsel picks; `_tied`: the
+    # other halves are C's
+    *(_row(fam, f"wmma_{t}_16x16x16_{t}{tie}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c=t, convention="wmma_opsel",
+           sets=1, model="gfx11_dot2", evidence=ev.GFX11_16, targets="rdna3", opsel=True, tied=bool(tie))
+      for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("f16", "bf16") for tie in ("", "_tied")),
     *(_row(fam, f"wmma_i32_16x16x16_{t}_w{fam.wave}", m=16, n=16, k=16, a=t, b=t, c="i32",
            convention="wmma_iu_gfx11", sets=1, model="exact", evidence=ev.GFX11_INT, targets="rdna3")
       for fam in (RDNA3_WMMA, RDNA3_WMMA_W64) for t in ("iu8", "iu4")),
@@ -395,7 +403,7 @@ _ROWS = (
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
-#: fp8 x fp8), all 103 builtins
+#: fp8 x fp8), all 111 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 

@@ -70,12 +70,19 @@ def _elem_type(spec: BuiltinSpec, operand: str) -> str:
     return {"a": spec.a_type, "b": spec.b_type, "c": spec.c_type}[operand]
 
 
-def operand_note(spec: BuiltinSpec, operand: str) -> str:
-    """One line: the matrix an operand holds and how its elements fill the VGPRs."""
+def operand_note(spec: BuiltinSpec, operand: str, opsel: int = 0) -> str:
+    """One line: the matrix an operand holds and how its elements fill the VGPRs (an opsel
+    row's C: the half ``opsel`` picks)."""
     letter, _, what = matrix_of(spec, operand)
     if operand == "index":
         return f"index: idx[lane] (one int per lane) holds the 2-bit positions (0..3) of A {what}"
     op = {"a": spec.a, "b": spec.b, "c": spec.c}[operand]
+    if operand == "c" and spec.opsel:
+        n = spec.c_layout.shape[1]
+        other = "C's" if spec.tied else "unspecified (jwmma: zero)"
+        return (f"{letter}: {what}; {n} {spec.c_type} values per lane, one in each of {n} VGPRs, in the half opsel "
+                f"picks (showing opsel={opsel}: bits {16 * opsel + 15}:{16 * opsel}, elements {opsel}, {opsel + 2}, "
+                f"...); D's other half: {other}")
     vgprs = max(1, op.elems * op.elem_bits // 32)
     per = 32 // op.elem_bits
     pack = "one per VGPR" if per == 1 else f"{per} per VGPR" if 32 % op.elem_bits == 0 else \
@@ -86,8 +93,9 @@ def operand_note(spec: BuiltinSpec, operand: str) -> str:
     )
 
 
-def entries(spec: BuiltinSpec, operand: str, index_set: int = 0) -> list[Entry]:
-    """Every element of ``operand`` ('a', 'b', 'c' or 'index'), ordered by lane then e."""
+def entries(spec: BuiltinSpec, operand: str, index_set: int = 0, opsel: int = 0) -> list[Entry]:
+    """Every element of ``operand`` ('a', 'b', 'c' or 'index'), ordered by lane then e (an
+    opsel row's C: the elements of half ``opsel``, 2t + opsel)."""
     operand = operand.lower()
     if operand not in OPERANDS:
         raise ValueError(f"operand must be one of {', '.join(OPERANDS)}, got {operand!r}")
@@ -99,14 +107,19 @@ def entries(spec: BuiltinSpec, operand: str, index_set: int = 0) -> list[Entry]:
         op = {"a": spec.a, "b": spec.b, "c": spec.c}[operand]
         layout = {"a": spec.a_layout, "b": spec.b_layout, "c": spec.c_layout}[operand]
         w, base = op.elem_bits, 0
+    if opsel not in (0, 1) or (opsel and not (operand == "c" and spec.opsel)):
+        raise ValueError(f"opsel picks the C/D half of the RDNA3 f16/bf16-output WMMA (0 or 1); got {opsel!r} "
+                         f"for {spec.name} operand {operand}")
+    elem = spec.c_elements(opsel) if operand == "c" else np.arange(layout.shape[1])
     out = []
     lanes, n, _ = layout.shape
     for lane in range(lanes):
-        for e in range(n):
+        for t in range(n):
+            e = int(elem[t]) if operand != "index" else t
             bit = base + e * w
             vgpr = 0 if operand == "index" else bit // 32
             lo = bit if operand == "index" else bit % 32
-            out.append(Entry(operand, lane, e, vgpr, lo + w - 1, lo, int(layout[lane, e, 0]), int(layout[lane, e, 1])))
+            out.append(Entry(operand, lane, e, vgpr, lo + w - 1, lo, int(layout[lane, t, 0]), int(layout[lane, t, 1])))
     return out
 
 
@@ -138,15 +151,17 @@ def describe(spec: BuiltinSpec, en: Entry, index_set: int = 0) -> str:
     return line
 
 
-def render_list(spec: BuiltinSpec, operand: str, *, index_set: int = 0, lanes=None, element=None) -> list[str]:
-    """Header plus one line per element, optionally only some lanes or one matrix element."""
-    rows = entries(spec, operand, index_set)
+def render_list(spec: BuiltinSpec, operand: str, *, index_set: int = 0, lanes=None, element=None,
+                opsel: int = 0) -> list[str]:
+    """Header plus one line per element, optionally only some lanes or one matrix element (an
+    opsel row's C in half ``opsel``)."""
+    rows = entries(spec, operand, index_set, opsel)
     if lanes is not None:
         keep = set(lanes)
         rows = [r for r in rows if r.lane in keep]
     if element is not None:
         rows = [r for r in rows if (r.row, r.col) == tuple(element)]
-    out = header(spec, operand, index_set)
+    out = header(spec, operand, index_set, opsel)
     out.append("  elem = element of the HIP vector (for index: of the A vector); v[r] = r-th VGPR of the operand")
     out += [describe(spec, r, index_set) for r in rows]
     if not rows:
@@ -154,13 +169,13 @@ def render_list(spec: BuiltinSpec, operand: str, *, index_set: int = 0, lanes=No
     return out
 
 
-def header(spec: BuiltinSpec, operand: str, index_set: int = 0) -> list[str]:
+def header(spec: BuiltinSpec, operand: str, index_set: int = 0, opsel: int = 0) -> list[str]:
     """The heading lines of a layout view: the builtin, its prototype, the operand."""
     holds = f"dense: A holds all K = {spec.k}" if spec.dense else f"K is the dense K; A holds K/2 = {spec.kc}"
     lines = [
         f"{spec.name}: {spec.arch}, wave{spec.wave}, {spec.m}x{spec.n}x{spec.k} ({holds} per row)",
         f"  {spec.signature()}",
-        f"  {operand_note(spec, operand)}",
+        f"  {operand_note(spec, operand, opsel)}",
     ]
     if operand in ("a", "index") and len(spec.index_sets) > 1:
         s = spec.index_offset(index_set)
@@ -176,13 +191,13 @@ def header(spec: BuiltinSpec, operand: str, index_set: int = 0) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- grid view
-def render_grid(spec: BuiltinSpec, operand: str, *, index_set: int = 0, panel: int = 16) -> list[str]:
+def render_grid(spec: BuiltinSpec, operand: str, *, index_set: int = 0, panel: int = 16, opsel: int = 0) -> list[str]:
     """A matrix-shaped table: each cell is 'lane:vgpr' (index view: 'lane:bit', the low bit
     of the 2-bit field in idx[lane]). Wide matrices are split into panels of ``panel``
     columns."""
     letter, (nr, nc), what = matrix_of(spec, operand)
     cells = np.empty((nr, nc), dtype=object)
-    for en in entries(spec, operand, index_set):
+    for en in entries(spec, operand, index_set, opsel):
         if cells[en.row, en.col] is None:  # a replicated A/B (RDNA3 WMMA): the copy read, lanes 0-15
             cells[en.row, en.col] = f"{en.lane}:{en.lo if operand == 'index' else en.vgpr}"
     row_name, col_name = {"A": ("i", "c"), "B": ("k", "j"), "C": ("i", "j")}[letter]
@@ -190,9 +205,9 @@ def render_grid(spec: BuiltinSpec, operand: str, *, index_set: int = 0, panel: i
         legend = f"cell = lane:bit, i.e. bits [bit+1:bit] of idx[lane] hold the position of A[{row_name}][{col_name}]"
     else:
         legend = f"cell = lane:vgpr holding {letter}[{row_name}][{col_name}] (the list view gives the bits)"
-        if spec.wave * (spec.a.elems if operand == "a" else spec.b.elems if operand == "b" else spec.c.elems) > nr * nc:
+        if operand != "c" and spec.wave * (spec.a.elems if operand == "a" else spec.b.elems) > nr * nc:
             legend += f"; every 16-lane group holds a copy (lane + 16g), the emulator reads lanes 0-15"
-    out = header(spec, operand, index_set) + [f"  {legend}"]
+    out = header(spec, operand, index_set, opsel) + [f"  {legend}"]
     width = max(5, max(len(str(x)) for x in cells.ravel())) + 1
     label = max(len(row_name) + len(str(nr - 1)) + 1, 4)
     for start in range(0, nc, panel):
@@ -205,12 +220,12 @@ def render_grid(spec: BuiltinSpec, operand: str, *, index_set: int = 0, panel: i
     return out
 
 
-def where_is(spec: BuiltinSpec, operand: str, row: int, col: int, index_set: int = 0) -> Entry:
-    """The entry holding matrix element (row, col) of ``operand``."""
+def where_is(spec: BuiltinSpec, operand: str, row: int, col: int, index_set: int = 0, opsel: int = 0) -> Entry:
+    """The entry holding matrix element (row, col) of ``operand`` (an opsel row's C in half ``opsel``)."""
     letter, (nr, nc), _ = matrix_of(spec, operand)
     if not (0 <= row < nr and 0 <= col < nc):
         raise ValueError(f"{letter} is {nr}x{nc}; element ({row}, {col}) is outside it")
-    for en in entries(spec, operand, index_set):
+    for en in entries(spec, operand, index_set, opsel):
         if (en.row, en.col) == (row, col):
             return en
     raise AssertionError("layout does not cover the matrix")  # pragma: no cover

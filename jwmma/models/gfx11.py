@@ -19,9 +19,22 @@ next step's accumulator C. One step, all in integers:
   an exponent below -126 after rounding gives +0, above 127 +-Inf; a zero total (or all three
   terms zero) gives +0.
 
+16-bit accumulators (wmma_f16_16x16x16_f16_*, wmma_bf16_16x16x16_bf16_*; rocjitsu's
+``gfx11_dot2_bits<Bf16, Packed=true>``): C is widened exactly to f32 bits (an f16 subnormal C is a
+normal f32 and keeps its value; a bf16 subnormal C widens to an f32 subnormal, which the step reads
+as zero), and the result is narrowed after *every* step, so 8 roundings per output:
+
+* f16: ``lead(C)`` enters the grid as ``max(-14, lead(C))`` (an f16 C aligns on a -14 floor, a
+  zero C included); the total is rounded straight to f16 (RNE from the integer total, gradual
+  underflow, a zero result +0, overflow +-Inf: MODE.FP16_OVFL is off);
+* bf16: the f32 bits above (RNE, no subnormal results) truncated to their top 16 bits;
+* special results narrowed as rocjitsu's ``dot_packed16::special``: the factor NaN 0xFFC00A3D ->
+  0xFE3D (f16) / 0xFFFD (bf16); any other f32 special s -> f16 ``sign | 0x7C00 | (s >> 13) & 0x3FF``
+  (invalid 0xFE00, a NaN C keeps its payload with the quiet bit set), bf16 ``s >> 16``.
+
 Measured on gfx1100 by rocjitsu's W7900 captures (tests/data/gfx1100_wmma_captures.json);
 gfx1151 (RDNA3.5) silicon is reported to differ (ROCm/rocm-systems issue 12056), so the model
-is [ASSUMED] there. Only the f32 accumulator is modelled here.
+is [ASSUMED] there.
 """
 from __future__ import annotations
 
@@ -31,6 +44,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..numerics.formats import BF16, F16, F32
+from ..numerics.rounding import round_to_format
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
 
@@ -67,10 +81,11 @@ class Gfx11Dot2(Model):
         why = super().check(ctx)
         if why:
             return why
-        if ctx.c != F32:
-            return f"{self.describe()} accumulates into f32 only (the 16-bit-output RDNA3 rows are not emulated)"
         if ctx.a not in (F16, BF16) or ctx.b != ctx.a:
             return f"{self.describe()} multiplies f16 x f16 or bf16 x bf16"
+        if ctx.c not in (F32, ctx.a):
+            return (f"{self.describe()} accumulates into f32 or into the inputs' own format (f16 -> f16, "
+                    f"bf16 -> bf16), not {ctx.a.name} -> {ctx.c.name if ctx.c else 'i32'}")
         return None
 
     def describe(self):
@@ -94,12 +109,15 @@ class Gfx11Dot2(Model):
         plead = jnp.where(P != 0, plsb + _bitlen(P) - 1, EMPTY)
         pg = jnp.where(P != 0, ae, EMPTY).max(axis=-2) - 24
 
-        c = c_bits.astype(jnp.int32)
+        packed = ctx.c != F32  # a 16-bit accumulator: widened here, narrowed at the end
+        c = _widen(ctx.c, c_bits.astype(jnp.int32)) if packed else c_bits.astype(jnp.int32)
         ce = (c >> 23) & 0xFF
         cneg = c < 0
         csig = jnp.where((ce != 0) & (ce != 0xFF), (c & 0x7FFFFF) | 0x800000, 0)
         clsb = ce - 150
         clead = jnp.where(csig != 0, clsb + 23, EMPTY)
+        if ctx.c == F16:  # an f16 C aligns on a -14 floor, even when it is subnormal or zero
+            clead = jnp.maximum(clead, -14)
 
         G = jnp.maximum(pg, jnp.maximum(clead, plead.max(axis=-2)) - 26)
         # terms on G, truncated; opposing C's sign: -m - 1
@@ -128,7 +146,13 @@ class Gfx11Dot2(Model):
         bits = jnp.where(e > 127, sign | POS_INF, bits)
         bits = jnp.where((e < -126) | (mag == 0) | all_zero, 0, bits)
 
-        # specials, lowest priority first
+        if ctx.c == F16:  # straight from the integer total: RNE, gradual underflow, +0 for zero
+            f16 = round_to_format(neg.astype(jnp.int32), mag, G, F16)
+            bits = jnp.where(((f16 & 0x7FFF) == 0) | all_zero, 0, f16)
+        elif ctx.c == BF16:  # the f32 result truncated to its top 16 bits
+            bits = (bits >> 16) & 0xFFFF
+
+        # specials, lowest priority first (f32 bits; narrowed as rocjitsu's dot_packed16::special)
         p_inf = a.inf | b.inf
         pi = (p_inf & ~pneg).any(axis=-2)
         ni = (p_inf & pneg).any(axis=-2)
@@ -136,10 +160,35 @@ class Gfx11Dot2(Model):
         c_inf = (ce == 0xFF) & ((c & 0x7FFFFF) == 0)
         pos = pi | (c_inf & ~cneg)
         ng = ni | (c_inf & cneg)
-        bits = jnp.where(pos | ng, jnp.where(pos & ng, INVALID, jnp.where(ng, NEG_INF, POS_INF)), bits)
-        bits = jnp.where(c_nan, c | 0x400000, bits)
-        bits = jnp.where(pi & ni, INVALID, bits)
+        special = jnp.where(pos & ng, INVALID, jnp.where(ng, NEG_INF, POS_INF))
+        special = jnp.where(c_nan, c | 0x400000, special)
+        special = jnp.where(pi & ni, INVALID, special)
         invalid = ((a.inf & zero_b) | (b.inf & zero_a)).any(axis=-2)
-        bits = jnp.where(invalid, INVALID, bits)
-        bits = jnp.where((a.nan | b.nan).any(axis=-2), FACTOR_NAN, bits)
-        return bits.astype(jnp.int32)
+        special = jnp.where(invalid, INVALID, special)
+        special = jnp.where((a.nan | b.nan).any(axis=-2), FACTOR_NAN, special)
+        if packed:
+            special = _narrow_special(ctx.c, special)
+        is_special = pos | ng | c_nan | invalid | (a.nan | b.nan).any(axis=-2)
+        return jnp.where(is_special, special, bits).astype(jnp.int32)
+
+
+def _widen(fmt, c):
+    """16-bit C codes (int32) -> f32 bits, exactly (rocjitsu's dot_packed16::widen): bf16 is the top
+    half of its f32; f16 subnormals become normal f32 values, NaN payloads are kept unquieted."""
+    if fmt == BF16:
+        return c << 16
+    sign = (c & 0x8000) << 16
+    e = (c >> 10) & 31
+    frac = c & 1023
+    top = _bitlen(frac) - 1  # a subnormal's leading bit: value frac * 2**-24 = 2**(top - 24) * ...
+    sub = sign | ((top + 103) << 23) | (((frac << (10 - jnp.clip(top, 0, 10))) & 1023) << 13)
+    bits = jnp.where(e == 31, sign | 0x7F800000 | (frac << 13), sign | ((e + 112) << 23) | (frac << 13))
+    bits = jnp.where(e == 0, jnp.where(frac == 0, sign, sub), bits)
+    return bits.astype(jnp.int32)
+
+
+def _narrow_special(fmt, s):
+    """An f32 special result (Inf or NaN bits, int32) as rocjitsu's packed WMMA writes it."""
+    if fmt == BF16:
+        return jnp.where(s == FACTOR_NAN, 0xFFFD, (s >> 16) & 0xFFFF)
+    return jnp.where(s == FACTOR_NAN, 0xFE3D, ((s >> 16) & 0x8000) | 0x7C00 | ((s >> 13) & 1023))

@@ -39,7 +39,7 @@ PRESETS = {
                              "RNE, denormals flushed at every step; f32 an FMA chain"),
     "gfx12_dot4": (Gfx12Dot4(), None, "rocjitsu's measured gfx1201 WMMA step: 4 products, floor alignment, f32 RNE per step"),
     "gfx11_dot2": (Gfx11Dot2(), None, "rocjitsu's measured gfx1100 WMMA chain: 8 DOT2 steps, sign-frame truncation, "
-                                      "f32 RNE per step, no subnormal results"),
+                                      "f32 RNE per step, no subnormal results (16-bit C: narrowed per step)"),
     **{f"nvidia_{arch}": (NvidiaTensorCore(arch), None, f"NVIDIA {row[0]} tensor core: truncated fused dot-product-add")
        for arch, row in _NV_TABLE.items()},
     "staged_clamp": (None, IntegerDot("staged"), "exact integer dot; clamp saturates after each K-half (gfx1201, GoC's hardware digests)"),

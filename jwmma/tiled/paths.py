@@ -218,9 +218,10 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
         b_regs = regs(spec.b, fragments.matrix_to_lanes(spec.b_layout, group(b_t)))
         idx = fragments.index_words(spec, group(p_t), s)
         scales = fragments.scale_registers(spec, a_t, b_t) if spec.scaled else (None, None)
-        d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, c_lanes), idx, *scales, s=s,
-                          options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
-        return fragments.regs_to_codes(spec.c, d), None
+        # an opsel row (RDNA3 16-bit outputs) holds C in the low halves, opsel = 0
+        d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, fragments.c_words(spec, c_lanes)), idx, *scales,
+                          s=s, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+        return fragments.c_slots(spec, fragments.regs_to_codes(spec.c, d)), None
 
     c_lanes = lax.scan(body, c_lanes, (a_s, p_s, b_s))[0]
     d = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, c_lanes)
