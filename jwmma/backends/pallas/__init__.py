@@ -36,11 +36,21 @@ from ...models.integer import IntegerDot
 # `import jwmma` and the XLA backend do not pay for it
 
 __all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "PallasOptions",
-           "triton_available", "quiet_triton"]
+           "triton_available", "quiet_triton", "quiet_triton_deprecation", "TRITON_DEPRECATION"]
 
 #: the deprecation JAX 0.11 prints at every Pallas Triton lowering; jwmma's kernels are Triton
-#: kernels until they move to Mosaic GPU, so the calls that lower them filter exactly this text
+#: kernels until they move to Mosaic GPU, so jwmma silences exactly this text
 TRITON_DEPRECATION = "The Pallas Triton backend is deprecated"
+
+
+def quiet_triton_deprecation() -> None:
+    """Silence exactly JAX's deprecation of the Pallas Triton backend, which the GPU kernels
+    use (moving them to Mosaic GPU is the fix): the warning concerns jwmma's code, not the
+    user's, and JAX emits it when the user's program is lowered, after jwmma has returned. Put
+    at the front of the warning filters each time a GPU kernel is built or lowered by jwmma, so
+    that it also holds inside a ``warnings.catch_warnings()`` block the kernel is traced in;
+    every other warning stays as the user's filters say."""
+    warnings.filterwarnings("ignore", message=TRITON_DEPRECATION, category=DeprecationWarning)
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,12 +63,11 @@ def triton_available() -> bool:
 
 @contextlib.contextmanager
 def quiet_triton():
-    """A context filtering exactly the Pallas Triton deprecation warning (`TRITON_DEPRECATION`)
-    while jwmma's own calls lower its kernels (a lowering under the caller's own jit happens
-    outside: the caller sees it there)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=TRITON_DEPRECATION, category=DeprecationWarning)
-        yield
+    """A context for jwmma's own calls that lower its kernels: the Pallas Triton deprecation is
+    silenced first (`quiet_triton_deprecation`; it stays silenced afterwards, for the
+    lowerings of programs that hold the kernel under the caller's own jit)."""
+    quiet_triton_deprecation()
+    yield
 
 #: backend='auto' on a GPU: whether the family's kernel beats the XLA path on an H200; the key
 #: is (family, 8-bit operands). Pallas rates: benchmarks/RESULTS.md "Pallas backend" (M = N =

@@ -32,6 +32,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pl_triton
 
 from . import kernel_lib as kl
+from . import quiet_triton_deprecation
 
 __all__ = ["Tiling", "Kernel", "Summary", "summarize", "StepView", "run"]
 
@@ -285,6 +286,8 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
     ops["c"] = (c.astype(jnp.int32), pl.BlockSpec((tm, tn), lambda i, j: (i, j)))
     names = tuple(ops) + ("o",)
     kernel = functools.partial(_kernel, names=names, step=kern.step, unit_kc=unit_kc, units=units, dense=kern.dense)
+    if not tiling.interpret:
+        quiet_triton_deprecation()
     out = pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((mp, np_), jnp.int32),
