@@ -137,7 +137,7 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 100 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 102 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()} | set(all_targets())),
                    help="only RDNA4 (gfx12), RDNA3 (gfx1100; --target gfx1151 for Strix Halo), CDNA4 (gfx950) or "

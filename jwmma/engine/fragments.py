@@ -13,11 +13,13 @@ registers of the block-scaled MFMA).
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..isa.table import BuiltinSpec, Operand, lookup
 from ..keywords import strict_keywords
+from ..numerics.rounding import x64_scope
 # every name of the codec stays importable from this module (__all__): the builtins, the GEMM paths and users
 # import them from here
 from .block_scales import (check_scale_register, format_code, pack_scale, scale_codes, scale_matrices,
@@ -26,7 +28,7 @@ from .element_codes import check_value_input, codes_to_values, storage_bits, to_
 from .index_registers import check_index, index_words, pack_index, positions, unpack_index
 from .registers import (codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute, register_words,
                         regs_to_codes)
-from .validation import as_array, check_bool_kw, check_last_dims
+from .validation import as_array, check_bool_kw, check_last_dims, is_concrete
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
@@ -72,6 +74,10 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
         x = x.reshape(*x.shape[:-3], *shape)
     else:
         check_last_dims(x, shape, what, form)
+    if op.elem_bits == 64:  # f64: int64 codes exist inside x64_scope only; the uint32 words leave it
+        x = check_value_input(t, x, what, check=check)
+        with x64_scope():
+            return codes_to_regs(op, matrix_to_lanes(layout, to_codes(t, x)))
     codes = value_codes(t, x, what, check=check)
     if op.elem_bits < 32:
         codes = codes & ((1 << op.elem_bits) - 1)
@@ -82,10 +88,29 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     spec = _fmt(lookup(name, target), which, fmt)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
-    out = codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
+    if op.elem_bits == 64:
+        out = _unpack_f64(spec, op, layout, shape, regs, t)
+    else:
+        out = codes_to_values(t, lanes_to_matrix(layout, shape, regs_to_codes(op, regs)), signed)
     if spec.blocks > 1:  # (*batch, blocks, R, C)
         out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
     return out
+
+
+def _unpack_f64(spec: BuiltinSpec, op: Operand, layout, shape, regs, t: str):
+    """f64 registers -> float64 values: a JAX array when jax_enable_x64 is on; with it off JAX has
+    no float64 arrays (one made inside x64_scope turns float32 at the next operation), so the
+    values come back as a numpy float64 array, bit for bit, and traced registers are refused."""
+    x64 = bool(jax.config.jax_enable_x64)
+    if not x64 and not is_concrete(regs):
+        raise TypeError(f"{spec.name}: f64 values cannot be unpacked inside jit with jax_enable_x64 off (JAX has no "
+                        f"float64 arrays then); enable it (jax.config.update('jax_enable_x64', True)), or keep the "
+                        f"uint32 register words and unpack outside jit")
+    with x64_scope():
+        bits = lanes_to_matrix(layout, shape, regs_to_codes(op, jnp.asarray(regs)))
+        if x64:
+            return codes_to_values(t, bits)
+        return np.asarray(bits).view(np.float64)
 
 
 @strict_keywords
