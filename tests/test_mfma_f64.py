@@ -269,3 +269,50 @@ def test_fragments_keep_float64_bits_without_x64(rng):
         jax.jit(lambda r: jwmma.unpack_c(name, r))(regs)
     with pytest.raises(TypeError, match="astype\\(np.float64\\) is exact"):
         jwmma.pack_a(name, np.zeros((4, 4, 4), np.float32))
+
+
+# ------------------------------------------------------------------------------ jwmma.gemm
+def _gemm_case(rng, name, target, path, m=20, n=18, k=10):
+    """jwmma.gemm keeps float64 bits end to end: every output is one FMA chain over the whole K in
+    order from C (each K step's D is the next step's C), K zero-padded to whole steps (+0 products);
+    the reference is the plain-Python chain on the bits."""
+    spec = lookup(name, target)
+    a, b, c = _f64(rng, (m, k), "adversarial"), _f64(rng, (k, n), "adversarial"), _f64(rng, (m, n), "adversarial")
+    a[:, 1], b[1, :] = a[:, 0], -b[0, :]  # an exact cancellation in every output
+    d = jwmma.gemm(a, b, c, builtin=name, target=target, path=path)
+    assert isinstance(d, np.ndarray) and d.dtype == np.float64  # jax_enable_x64 off: numpy float64
+    kp = -(-k // spec.k) * spec.k
+    bits = lambda x: [int(v) for v in x.view(U64)] + [0] * (kp - len(x))
+    want = np.array([[oracle.chain(bits(a[i]), bits(b[:, j]), int(c[i, j].view(U64))) for j in range(n)]
+                     for i in range(m)], U64).view(np.float64)
+    _same(d, want, (name, target, path))
+    return d
+
+
+def test_gemm_keeps_float64_bits(rng):
+    _gemm_case(rng, "mfma_f64_16x16x4f64", "gfx942", "matrix")
+
+
+@pytest.mark.slow
+def test_gemm_with_x64_on_gives_a_float64_jax_array(rng):
+    """With jax_enable_x64 on (here for this test only), D is a float64 JAX array with the bits D
+    has as numpy float64 with it off; unpack_c likewise, inside jit too."""
+    name = "mfma_f64_16x16x4f64"
+    a, b = _f64(rng, (20, 10), "adversarial"), _f64(rng, (10, 18), "adversarial")
+    off = jwmma.gemm(a, b, builtin=name)
+    regs = jwmma.pack_c(name, off[:16, :16])
+    with jax.enable_x64(True):
+        on = jwmma.gemm(jax.numpy.asarray(a), jax.numpy.asarray(b), builtin=name)
+        c = jax.jit(lambda r: jwmma.unpack_c(name, r))(regs)
+        assert isinstance(on, jax.Array) and on.dtype == np.float64 and c.dtype == np.float64
+        assert np.array_equal(np.asarray(on).view(U64), off.view(U64))
+        assert np.array_equal(np.asarray(c).view(U64), off[:16, :16].view(U64))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target,path", [("mfma_f64_16x16x4f64", "gfx90a", "registers"),
+                                              ("mfma_f64_16x16x4f64", "gfx950", "matrix"),
+                                              ("mfma_f64_4x4x4f64", "gfx942", "matrix"),
+                                              ("mfma_f64_4x4x4f64", "gfx90a", "matrix")])
+def test_gemm_keeps_float64_bits_grid(rng, name, target, path):
+    _gemm_case(rng, name, target, path, m=9, n=7, k=13)

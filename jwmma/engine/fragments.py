@@ -2,9 +2,10 @@
 section 3, BUILTINS.md section 1).
 
 Registers are arrays of shape (*batch, lanes, n) of the builtin's HIP storage: float16,
-bfloat16 or int16 bit patterns for 16-bit elements, float32/int32 for 32-bit accumulators, and
-int32 words packing 8- or 4-bit elements little-endian. Matrices hold logical element values.
-Between the two sit element *codes*, int32 bit patterns (integer values for i32). This module
+bfloat16 or int16 bit patterns for 16-bit elements, float32/int32 for 32-bit accumulators,
+int32 words packing 8- or 4-bit elements little-endian, and uint32 word pairs holding doubles.
+Matrices hold logical element values. Between the two sit element *codes*, int32 bit patterns
+(integer values for i32; int64 for doubles, inside `x64_scope` only). This module
 packs and unpacks A, B and C and checks the registers users pass; the rest of the codec has a
 module per job, and its names are re-exported here: `registers` (registers <-> codes, codes
 between lanes and matrix positions), `element_codes` (matrix values <-> codes),
@@ -187,8 +188,9 @@ def pack_c(name: str, c, *, check: bool = False, target: str | None = None) -> j
     """Accumulator -> registers.
 
     Args:
-        name: the builtin; c: (*batch, M, N) float32, float16, bfloat16 or int32 values, as
-            the builtin's C type says.
+        name: the builtin; c: (*batch, M, N) float32, float16, bfloat16, int32 or float64
+            values, as the builtin's C type says (float64: a numpy array, or a JAX array with
+            jax_enable_x64 on).
         check: also check traced integer values when the computation runs (concrete values
             are always checked); with check=False a traced value keeps its low element bits
             (v mod 2**bits, two's complement), as the register holds them.
@@ -209,7 +211,9 @@ def unpack_c(name: str, regs, *, target: str | None = None) -> jnp.ndarray:
         target: the chip of a builtin that runs on several (CDNA3 SMFMAC: 'gfx942', the
             default, FNUZ fp8/bf8; 'gfx950', OCP fp8/bf8); ValueError for another.
     Returns:
-        (*batch, M, N) values of the C type (bf16 as bfloat16).
+        (*batch, M, N) values of the C type (bf16 as bfloat16; f64 as float64: a JAX array
+        with jax_enable_x64 on, a numpy array with it off, where JAX has no float64 arrays;
+        TypeError inside jit with it off).
     """
     return _unpack(name, "c", regs, True, target)
 
