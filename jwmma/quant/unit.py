@@ -184,6 +184,7 @@ def _format_codes(builtin: str, target, formats):
     for the other builtins; ValueError for names or codes that are none of `SCALE_FORMATS`."""
     spec = lookup(builtin, target)
     spec.require_single_block("Unit")
+    spec.require_32bit("Unit")
     if not spec.scaled:
         if formats is not None:
             raise ValueError(f"Unit(formats=...) applies to the block-scaled builtins (mfma_scale_*); {spec.name}'s "
