@@ -134,6 +134,8 @@ from .engine.builtins import (
     mfma_f32_32x32x2bf16,
     mfma_f32_16x16x2bf16,
     mfma_f32_4x4x2bf16,
+    mfma_f64_16x16x4f64,
+    mfma_f64_4x4x4f64,
 )
 from .engine.dot import dot
 from .engine.effort import enable_compilation_cache
@@ -149,7 +151,7 @@ from .tiled import gemm
 from .quant import Unit, dot_general, einsum, matmul
 from .version import __version__
 
-#: the 108 builtin functions, in table order
+#: the 113 builtin functions, in table order
 BUILTIN_FUNCTIONS = (
     "swmmac_f32_16x16x32_f16_w32", "swmmac_f32_16x16x32_bf16_w32", "swmmac_f16_16x16x32_f16_w32",
     "swmmac_bf16_16x16x32_bf16_w32", "swmmac_i32_16x16x32_iu8_w32", "swmmac_i32_16x16x32_iu4_w32",
@@ -183,7 +185,7 @@ BUILTIN_FUNCTIONS = (
     "mfma_f32_32x32x1f32", "mfma_f32_16x16x1f32", "mfma_f32_4x4x1f32", "mfma_i32_32x32x4i8", "mfma_i32_16x16x4i8",
     "mfma_i32_4x4x4i8", "mfma_f32_32x32x4f16", "mfma_f32_16x16x4f16", "mfma_f32_4x4x4f16",
     "mfma_f32_32x32x4bf16_1k", "mfma_f32_16x16x4bf16_1k", "mfma_f32_4x4x4bf16_1k", "mfma_f32_32x32x2bf16",
-    "mfma_f32_16x16x2bf16", "mfma_f32_4x4x2bf16",
+    "mfma_f32_16x16x2bf16", "mfma_f32_4x4x2bf16", "mfma_f64_16x16x4f64", "mfma_f64_4x4x4f64",
     "mfma_f32_16x16x32_f16", "mfma_f32_32x32x16_f16", "mfma_f32_16x16x32_bf16", "mfma_f32_32x32x16_bf16",
     "mfma_i32_16x16x64_i8", "mfma_i32_32x32x32_i8", "mfma_scale_f32_16x16x128_f8f6f4",
     "mfma_scale_f32_32x32x64_f8f6f4",

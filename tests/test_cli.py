@@ -48,7 +48,7 @@ def test_list_arch_and_json(capsys):
     assert len(names) == 14 and all(n.startswith("smfmac") for n in names)
     rc, out, _ = run(capsys, "list", "--json")
     rows = json.loads(out)
-    assert rc == 0 and len(rows) == 111
+    assert rc == 0 and len(rows) == 113
     r = {x["name"]: x for x in rows}["swmmac_f16_16x16x32_f16_w32"]
     assert (r["m"], r["n"], r["k_dense"], r["k_compressed"]) == (16, 16, 32, 16)
     assert r["operands"]["c"] == {"type": "f16", "hip_vector": "v8half", "n": 8, "elements": 8,
@@ -62,9 +62,9 @@ def test_list_arch_and_json(capsys):
 def test_list_mi100_mi200(capsys):
     """--arch gfx90a / gfx908 (chips only rows' other targets name): the rows that run there, with
     the chip's default model (the non-1k bf16 rows' own CDNA2(group=2) on gfx90a, exact for i8),
-    single- and multi-block rows; --target alike; an empty selection is an error, not a traceback."""
+    single- and multi-block rows, the two f64 rows on gfx90a; --target alike; an empty selection is an error, not a traceback."""
     from jwmma.isa.table import lookup
-    for chip, model, n, n_model in (("gfx90a", "cdna2", 25, 15), ("gfx908", "cdna1", 20, 15)):
+    for chip, model, n, n_model in (("gfx90a", "cdna2", 27, 17), ("gfx908", "cdna1", 20, 15)):
         for flag in ("--arch", "--target"):
             rc, out, _ = run(capsys, "list", flag, chip)
             rows = [ln for ln in lines_of(out) if re.match(r"mfma_\w+ +gfx", ln)]

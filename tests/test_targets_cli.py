@@ -161,14 +161,14 @@ def test_list_target_gives_the_rows_of_that_chip(capsys):
     assert rc == 0, err
     rows = {r["name"]: r for r in json.loads(out)}
     want = {n for n, s in jwmma.BUILTINS.items() if "gfx950" in s.targets}
-    # + the dense MFMA: 16 gfx942 rows (not xf32), 8 gfx950 and 12 multi-block
-    assert set(rows) == want and len(want) == 28 + 24 + 12
+    # + the dense MFMA: 16 gfx942 rows (not xf32), 8 gfx950, 12 multi-block and 2 f64
+    assert set(rows) == want and len(want) == 28 + 24 + 12 + 2
     assert all(r["target"] == "gfx950" for r in rows.values())
     assert rows[CDNA3_FP8]["operands"]["a"]["type"] == "fp8"          # OCP there
     assert rows["smfmac_f32_32x32x32_bf8_fp8"]["operands"]["a"]["type"] == "bf8"
     rc, out, _ = run(capsys, "list", "--target", "gfx942", "--json")
     rows = {r["name"]: r for r in json.loads(out)}
-    assert len(rows) == 14 + 18 + 12 and rows[CDNA3_FP8]["operands"]["a"]["type"] == "fp8_fnuz"  # SMFMAC, dense, multi-block
+    assert len(rows) == 14 + 18 + 12 + 2 and rows[CDNA3_FP8]["operands"]["a"]["type"] == "fp8_fnuz"  # SMFMAC, dense, multi-block, f64
     rc, out, _ = run(capsys, "list", "--json")
     assert {r["name"]: r for r in json.loads(out)}[CDNA3_FP8]["target"] == "gfx942"
 

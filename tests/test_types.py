@@ -26,6 +26,7 @@ def test_every_table_type_is_registered():
     used = {t for row in TABLE.values() for t in row[3:6]}
     used |= {"fp8_fnuz", "bf8_fnuz"}  # the gfx942 SMFMAC's fp8/bf8 (BUILTINS_MORE.md 1.1, tests/test_siblings.py)
     used |= {"xf32", "fp6", "bf6", "fp4"}  # the dense MFMA's (BUILTINS_DENSE.md; tests/test_mfma_dense.py)
+    used |= {"f64"}  # the f64 MFMA's (BUILTINS_DENSE.md 11; tests/test_mfma_f64.py)
     assert used == set(TYPES)
     specs = list(jwmma.BUILTINS.values())
     specs += [jwmma.isa.table.lookup(s.name, None, (f, f)) for s in specs if s.scaled for f in range(5)]
@@ -47,7 +48,7 @@ def test_facts_agree_with_the_specs(name):
         assert (fmt.ebits, fmt.mbits, fmt.bias, fmt.bits) == (ref.ebits, ref.mbits, ref.bias, ref.bits)
         assert fmt.nan == ref.nan and t.value_dtype() == np.dtype(ref.dtype)
     elif t.is_float:
-        ref = F.FMTS[name]
+        ref = F.F64 if name == "f64" else F.FMTS[name]
         fmt = t.format
         assert (fmt.ebits, fmt.mbits, fmt.bias, fmt.bits) == (ref.ebits, ref.mbits, ref.bias, ref.bits)
         assert fmt.qnan == F.qnan(ref) and fmt.dtype == np.dtype(ref.dtype)
@@ -57,7 +58,7 @@ def test_facts_agree_with_the_specs(name):
         assert t.int_format(True).signed and t.int_format(True).lo == RANGES[name][0]
         if name.startswith("iu"):
             assert not t.int_format(False).signed and t.int_format(False).hi == RANGES[name][1]
-    assert t.accumulator == (name in ("f32", "f16", "bf16", "i32"))
+    assert t.accumulator == (name in ("f32", "f16", "bf16", "i32", "f64"))
 
 
 def test_register_dtypes_follow_api_md():
@@ -74,5 +75,8 @@ def test_register_dtypes_follow_api_md():
         element_type("fp5")
     long = jwmma.BUILTINS["mfma_i32_16x16x32_i8"].a  # a 64-bit `long`: two int32 words
     assert long.n == 2 and long.storage.hip == "long" and long.storage.dtype == np.int32
+    double = jwmma.BUILTINS["mfma_f64_16x16x4f64"].c  # v4double: two uint32 words a double, low word first
+    assert double.n == 8 and double.storage.hip == "double" and double.dtype == np.uint32
+    assert double.storage.accepts(np.int32) and not double.storage.accepts(np.float64)
     scaled = jwmma.BUILTINS["mfma_scale_f32_16x16x128_f8f6f4"].a  # v8i32 whatever the format
     assert scaled.n == 8 and scaled.dtype == np.int32

@@ -127,7 +127,8 @@ def cmd_list(args) -> int:
     print("Multi-block MFMA (32x32x1f32, 16x16x4f16, 4x4x4i8, ...: 64/M independent blocks per call): cbsz/abid")
     print("give block b the A of block (b // 2**cbsz) * 2**cbsz + abid; blgp 0..7 on every chip; fragments")
     print("take and return (blocks, M, K) etc.")
-    print(f"Not emulated: {OPTIONAL}.")
+    if OPTIONAL:
+        print(f"Not emulated: {OPTIONAL}.")
     print("Default model evidence (measured* = measured on a dense relative, transfer assumed):")
     for text, n in notes.items():
         print(f"  [{n}] {text}")
@@ -137,7 +138,7 @@ def cmd_list(args) -> int:
 
 def add(sub):
     """Register ``jwmma list`` on an argparse subparsers object."""
-    p = sub.add_parser("list", help="the 111 builtins: shapes, types, registers, default model",
+    p = sub.add_parser("list", help="the 113 builtins: shapes, types, registers, default model",
                        description="List every builtin of the instruction table.")
     p.add_argument("--arch", choices=sorted({s.arch for s in BUILTINS.values()} | set(all_targets())),
                    help="only RDNA4 (gfx12), RDNA3 (gfx1100; --target gfx1151 for Strix Halo), CDNA4 (gfx950) or "

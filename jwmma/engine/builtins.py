@@ -1,4 +1,4 @@
-"""The 111 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
+"""The 113 builtins as jit-compiled JAX functions over batched waves (API.md section 1).
 
 Each builtin: registers -> element codes -> matrices (static permutations through the table's
 layouts) -> `step.step` with the chosen model -> D matrix -> registers. Leading dims are
@@ -45,24 +45,27 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         idx: (*batch, lanes) int32; scale_a, scale_b: (*batch, lanes) scale registers of a
         block-scaled builtin (else None); s: the index set's bit offset; options: resolved
         `jwmma.Options`; a_signed, b_signed, clamp: the integer modifiers; blgp: the CDNA3
-        f32 MFMA's B lane pattern; opsel: the scale bytes (scale_a's, scale_b's); broadcast:
+        f32 MFMA's B lane pattern (f64: the negation bits of A, B, C); opsel: the scale bytes (scale_a's, scale_b's); broadcast:
         a multi-block MFMA's (cbsz, abid), the A block each block computes with.
     Returns:
         D registers of c's shape and dtype.
     """
-    if blgp:  # B is read from other lanes (BUILTINS_DENSE.md 3.1)
+    if blgp and spec.blgp != "negate":  # B is read from other lanes (BUILTINS_DENSE.md 3.1)
         b = b[..., layouts.BLGP_LANES[blgp], :]
     if broadcast != (0, 0):  # A of one block read by 2**cbsz blocks (BUILTINS_DENSE.md 10)
         a = a[..., layouts.cbsz_lanes(spec.m, *broadcast), :]
     a_lane, b_lane = fragments.regs_to_codes(spec.a, a), fragments.regs_to_codes(spec.b, b)
+    c_lane = fragments.regs_to_codes(spec.c, c)
+    if blgp and spec.blgp == "negate":  # f64 on gfx942/gfx950: bits 0, 1, 2 flip the signs of A, B, C
+        a_lane, b_lane, c_lane = (x ^ (jnp.int64(-2**63) if blgp >> i & 1 else jnp.int64(0))
+                                  for i, x in enumerate((a_lane, b_lane, c_lane)))
     a_mat = fragments.lanes_to_matrix(spec.a_layout, spec.a_shape, a_lane)
     b_mat = fragments.lanes_to_matrix(spec.b_layout, spec.b_shape, b_lane)
     if spec.scaled:  # every element carries its block's E8M0 scale: element | scale << 8
         sa, sb = fragments.scale_matrices(spec, scale_a, scale_b, opsel)
         a_mat, b_mat = a_mat | (sa << 8), b_mat | (sb << 8)
     pos = fragments.positions(spec, idx, s)
-    c_codes = fragments.regs_to_codes(spec.c, c)
-    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.c_slots(spec, c_codes, half))
+    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.c_slots(spec, c_lane, half))
     if spec.blocks > 1:  # the blocks are independent products: a batch dimension of one step
         split = lambda x, r: x.reshape(*x.shape[:-2], spec.blocks, r, x.shape[-1])
         a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
@@ -70,9 +73,10 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
     d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
              clamp=clamp)
     d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
-    d_lanes = fragments.matrix_to_lanes(spec.c_layout, d.astype(jnp.int32))
+    d = d.astype(jnp.int64 if spec.c.elem_bits == 64 else jnp.int32)  # f64: int64 bit patterns
+    d_lanes = fragments.matrix_to_lanes(spec.c_layout, d)
     # an opsel row writes one half of each VGPR; the other is C's (_tied) or, unspecified on hardware, zero
-    other = fragments.c_slots(spec, c_codes, 1 - half) if spec.tied else None
+    other = fragments.c_slots(spec, c_lane, 1 - half) if spec.tied else None
     return fragments.codes_to_regs(spec.c, fragments.c_words(spec, d_lanes, half, other), c.dtype)
 
 
@@ -389,6 +393,9 @@ mfma_f32_4x4x4bf16_1k = make("mfma_f32_4x4x4bf16_1k")
 mfma_f32_32x32x2bf16 = make("mfma_f32_32x32x2bf16")
 mfma_f32_16x16x2bf16 = make("mfma_f32_16x16x2bf16")
 mfma_f32_4x4x2bf16 = make("mfma_f32_4x4x2bf16")
+# CDNA f64 MFMA (gfx942; gfx90a, gfx950 with target=)
+mfma_f64_16x16x4f64 = make("mfma_f64_16x16x4f64")
+mfma_f64_4x4x4f64 = make("mfma_f64_4x4x4f64")
 # CDNA4 (gfx950) dense MFMA and the block-scaled f8f6f4
 mfma_f32_16x16x32_f16 = make("mfma_f32_16x16x32_f16")
 mfma_f32_32x32x16_f16 = make("mfma_f32_32x32x16_f16")

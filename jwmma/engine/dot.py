@@ -28,8 +28,8 @@ __all__ = ["dot"]
 # the narrow float formats (float32 is the accumulator: f32/xf32 MFMA operands are builtin-only)
 _FLOAT_INPUTS = tuple(f.dtype for f in FLOAT_FORMATS.values() if f.dtype != np.dtype(np.float32))
 _INT_INPUTS = tuple(f.dtype for f in INT_FORMATS.values() if f is not I32)
-#: float accumulators: those of the table's element types
-_FLOAT_ACCS = tuple(t.format.dtype for t in TYPES.values() if t.accumulator and t.is_float)
+#: float accumulators: those of the table's element types (f64 aside: no model of `dot` takes it)
+_FLOAT_ACCS = tuple(t.format.dtype for t in TYPES.values() if t.accumulator and t.is_float and t.bits <= 32)
 
 
 def _codes(x):

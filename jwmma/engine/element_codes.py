@@ -46,6 +46,11 @@ def check_value_input(type_name: str, x, what: str, builtin: str | None = None, 
     x = as_array(x, what)
     if t.is_float:
         want = t.format.dtype
+        if np.dtype(x.dtype) != want and t.bits == 64:
+            where = f"a {type_name} operand" if builtin is None else f"{builtin} ({type_name} operand)"
+            raise TypeError(f"{what} must hold float64 values for {where}, got {x.dtype}; {what}.astype(np.float64) "
+                            f"is exact from float32/float16 (with jax_enable_x64 off JAX has no float64 arrays: pass "
+                            f"a numpy array)")
         if np.dtype(x.dtype) != want:
             mod = "np" if want.name in ("float16", "float32") else "ml_dtypes"
             # a float64 source rounds twice through float32 in some ml_dtypes/XLA versions:
@@ -71,11 +76,15 @@ def check_value_input(type_name: str, x, what: str, builtin: str | None = None, 
 
 def to_codes(type_name: str, x) -> jnp.ndarray:
     """Values already checked by `check_value_input` -> int32 codes (floats: bit patterns;
-    integers: the values; traced unchecked integers keep their low 32 bits). Floats may also
+    integers: the values; traced unchecked integers keep their low 32 bits; f64: int64 bit
+    patterns, inside `x64_scope`). Floats may also
     come as their bit patterns (unsigned ints of the format's width, `storage_bits`)."""
     t = element_type(type_name)
     if t.is_float and np.dtype(x.dtype) == t.format.dtype:
         x = storage_bits(x)
+    if t.bits == 64:  # f64: int64 bit patterns (inside `x64_scope`)
+        x = jnp.asarray(x)
+        return x if x.dtype == jnp.int64 else lax.bitcast_convert_type(x.astype(jnp.uint64), jnp.int64)
     return jnp.asarray(x).astype(jnp.int32)
 
 
@@ -113,6 +122,8 @@ def codes_to_values(type_name: str, codes, signed: bool = True) -> jnp.ndarray:
     t = element_type(type_name)
     want = t.value_dtype(signed)
     if t.is_float:
+        if want.itemsize == 8:  # f64: from int64 bit patterns (inside `x64_scope`)
+            return lax.bitcast_convert_type(codes.astype(jnp.int64), jnp.float64)
         if want.itemsize == 4:
             return lax.bitcast_convert_type(codes.astype(jnp.int32), jnp.float32)
         bits = ml_dtypes.finfo(want).bits

@@ -2,9 +2,10 @@
 section 3, BUILTINS.md section 1).
 
 Registers are arrays of shape (*batch, lanes, n) of the builtin's HIP storage: float16,
-bfloat16 or int16 bit patterns for 16-bit elements, float32/int32 for 32-bit accumulators, and
-int32 words packing 8- or 4-bit elements little-endian. Matrices hold logical element values.
-Between the two sit element *codes*, int32 bit patterns (integer values for i32). This module
+bfloat16 or int16 bit patterns for 16-bit elements, float32/int32 for 32-bit accumulators,
+int32 words packing 8- or 4-bit elements little-endian, and uint32 word pairs holding doubles.
+Matrices hold logical element values. Between the two sit element *codes*, int32 bit patterns
+(integer values for i32; int64 for doubles, inside `x64_scope` only). This module
 packs and unpacks A, B and C and checks the registers users pass; the rest of the codec has a
 module per job, and its names are re-exported here: `registers` (registers <-> codes, codes
 between lanes and matrix positions), `element_codes` (matrix values <-> codes),
@@ -13,11 +14,13 @@ registers of the block-scaled MFMA).
 """
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..isa.table import BuiltinSpec, Operand, lookup
 from ..keywords import strict_keywords
+from ..numerics.rounding import x64_scope
 # every name of the codec stays importable from this module (__all__): the builtins, the GEMM paths and users
 # import them from here
 from .block_scales import (check_scale_register, format_code, pack_scale, scale_codes, scale_matrices,
@@ -26,7 +29,7 @@ from .element_codes import check_value_input, codes_to_values, storage_bits, to_
 from .index_registers import check_index, index_words, pack_index, positions, unpack_index
 from .registers import (codes_to_regs, lanes_to_matrix, matrix_to_lanes, or_reduce, permute, register_words,
                         regs_to_codes)
-from .validation import as_array, check_bool_kw, check_last_dims, check_static_bool
+from .validation import as_array, check_bool_kw, check_last_dims, check_static_bool, is_concrete
 
 __all__ = [
     "pack_a", "unpack_a", "pack_b", "unpack_b", "pack_c", "unpack_c", "pack_index", "unpack_index",
@@ -75,6 +78,10 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
         x = x.reshape(*x.shape[:-3], *shape)
     else:
         check_last_dims(x, shape, what, form)
+    if op.elem_bits == 64:  # f64: int64 codes exist inside x64_scope only; the uint32 words leave it
+        x = check_value_input(t, x, what, check=check)
+        with x64_scope():
+            return codes_to_regs(op, matrix_to_lanes(layout, to_codes(t, x)))
     codes = value_codes(t, x, what, check=check)
     if op.elem_bits < 32:
         codes = codes & ((1 << op.elem_bits) - 1)
@@ -90,13 +97,32 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     half = _opsel_kw(spec, which, opsel)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
-    codes = regs_to_codes(op, regs)
-    if which == "c":
-        codes = c_slots(spec, codes, half)
-    out = codes_to_values(t, lanes_to_matrix(layout, shape, codes), signed)
+    if op.elem_bits == 64:
+        out = _unpack_f64(spec, op, layout, shape, regs, t)
+    else:
+        codes = regs_to_codes(op, regs)
+        if which == "c":
+            codes = c_slots(spec, codes, half)
+        out = codes_to_values(t, lanes_to_matrix(layout, shape, codes), signed)
     if spec.blocks > 1:  # (*batch, blocks, R, C)
         out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
     return out
+
+
+def _unpack_f64(spec: BuiltinSpec, op: Operand, layout, shape, regs, t: str):
+    """f64 registers -> float64 values: a JAX array when jax_enable_x64 is on; with it off JAX has
+    no float64 arrays (one made inside x64_scope turns float32 at the next operation), so the
+    values come back as a numpy float64 array, bit for bit, and traced registers are refused."""
+    x64 = bool(jax.config.jax_enable_x64)
+    if not x64 and not is_concrete(regs):
+        raise TypeError(f"{spec.name}: f64 values cannot be unpacked inside jit with jax_enable_x64 off (JAX has no "
+                        f"float64 arrays then); enable it (jax.config.update('jax_enable_x64', True)), or keep the "
+                        f"uint32 register words and unpack outside jit")
+    with x64_scope():
+        bits = lanes_to_matrix(layout, shape, regs_to_codes(op, jnp.asarray(regs)))
+        if x64:
+            return codes_to_values(t, bits)
+        return np.asarray(bits).view(np.float64)
 
 
 @strict_keywords
@@ -173,8 +199,9 @@ def pack_c(name: str, c, *, check: bool = False, target: str | None = None, opse
     """Accumulator -> registers.
 
     Args:
-        name: the builtin; c: (*batch, M, N) float32, float16, bfloat16 or int32 values, as
-            the builtin's C type says.
+        name: the builtin; c: (*batch, M, N) float32, float16, bfloat16, int32 or float64
+            values, as the builtin's C type says (float64: a numpy array, or a JAX array with
+            jax_enable_x64 on).
         check: also check traced integer values when the computation runs (concrete values
             are always checked); with check=False a traced value keeps its low element bits
             (v mod 2**bits, two's complement), as the register holds them.
@@ -200,7 +227,9 @@ def unpack_c(name: str, regs, *, target: str | None = None, opsel: bool | None =
         opsel: the RDNA3 f16/bf16-output builtins' half to read (False/0: bits 15:0, the
             default; True/1: bits 31:16); other builtins take None.
     Returns:
-        (*batch, M, N) values of the C type (bf16 as bfloat16).
+        (*batch, M, N) values of the C type (bf16 as bfloat16; f64 as float64: a JAX array
+        with jax_enable_x64 on, a numpy array with it off, where JAX has no float64 arrays;
+        TypeError inside jit with it off).
     """
     return _unpack(name, "c", regs, True, target, opsel=opsel)
 

@@ -41,6 +41,7 @@ def index_offset(spec: BuiltinSpec, cbsz=0, abid=0, index_key=0) -> int:
             check_static_int(v, what, -2**31, 2**31)  # the type first
             why = ("single-block MFMA: CBSZ/ABID broadcast A blocks of the multi-block forms "
                    "(docs/spec/BUILTINS_DENSE.md 3)" if what != "index_key" else "a dense builtin has no index")
+            why = _F64_CBSZ if spec.c_type == "f64" and what != "index_key" else why
             raise ValueError(f"{what} must be 0 for {spec.name} ({why}), got {v}")
         return 0
     index_key = check_static_int(index_key, "index_key", 0, spec.n_sets - 1)
@@ -50,12 +51,18 @@ def index_offset(spec: BuiltinSpec, cbsz=0, abid=0, index_key=0) -> int:
 def check_broadcast(spec: BuiltinSpec, cbsz=0, abid=0) -> tuple:
     """A multi-block MFMA's (cbsz, abid) as static ints (BUILTINS_DENSE.md 10): cbsz in
     0..log2(blocks), abid in 0..2**cbsz - 1; block b computes with the A of block
-    (b // 2**cbsz) * 2**cbsz + abid. Other builtins pass (0, 0)."""
+    (b // 2**cbsz) * 2**cbsz + abid; the f64 4x4x4 form takes only (0, 0). Other builtins
+    pass (0, 0)."""
     if spec.blocks == 1:
         return (0, 0)
     top = spec.blocks.bit_length() - 1
     cbsz = check_static_int(cbsz, "cbsz", -2**31, 2**31)
     abid = check_static_int(abid, "abid", -2**31, 2**31)
+    if spec.c_type == "f64":
+        for what, v in (("cbsz", cbsz), ("abid", abid)):
+            if v:
+                raise ValueError(f"{what} must be 0 for {spec.name} ({_F64_CBSZ}), got {v}")
+        return (0, 0)
     rule = (f"cbsz 0..{top} (log2 of its {spec.blocks} blocks), abid 0..2**cbsz - 1: block b computes with the A "
             f"of block (b // 2**cbsz) * 2**cbsz + abid")
     if not 0 <= cbsz <= top:
@@ -66,18 +73,28 @@ def check_broadcast(spec: BuiltinSpec, cbsz=0, abid=0) -> tuple:
     return (cbsz, abid)
 
 
+#: why the f64 MFMA take no cbsz/abid
+_F64_CBSZ = ("the f64 MFMA have no CBSZ/ABID: the calculator's 'CBSZ and ABID bits supported: False' on CDNA2 and "
+             "CDNA3, docs/spec/BUILTINS_DENSE.md 11")
+
+
 def _keywords(spec: BuiltinSpec):
     return [p.name for p in (*spec.convention.params, *spec.convention.keywords)]
 
 
 def check_blgp(spec: BuiltinSpec, blgp) -> int:
     """The blgp of a dense MFMA call as a static int: 0..7 where the row swizzles B's lanes
-    (the f32 forms; every single-block form on gfx908/gfx90a), 0 elsewhere (BUILTINS_DENSE.md
-    3, 9); builtins without the argument pass 0."""
-    if spec.blgp == "swizzle":
+    (the f32 forms; every single-block form on gfx908/gfx90a) or negates A, B, C (f64 on
+    gfx942/gfx950), 0 elsewhere (BUILTINS_DENSE.md 3, 9, 11); builtins without the argument
+    pass 0."""
+    if spec.blgp in ("swizzle", "negate"):
         return check_static_int(blgp, "blgp", 0, 7)
     if blgp != 0 or isinstance(blgp, bool) or not isinstance(blgp, (int, np.integer)):
         check_static_int(blgp, "blgp", -2**31, 2**31)  # the type first
+        if spec.c_type == "f64":
+            raise ValueError(f"blgp must be 0 for {spec.name} on {spec.target} (CDNA2 has no BLGP on the f64 MFMA: "
+                             f"the calculator's 'BLGP bits supported: False'; on gfx942/gfx950 (target=) its bits 0, "
+                             f"1, 2 negate A, B, C, docs/spec/BUILTINS_DENSE.md 11), got {blgp}")
         older = [t for t in spec.targets if t in ("gfx908", "gfx90a")]
         also = f"; on {'/'.join(older)} (target=) it permutes B's lanes" if older else ""
         raise ValueError(f"blgp must be 0 for {spec.name} on {spec.target or spec.arch} (B lane patterns exist there "

@@ -2,8 +2,9 @@
 (BUILTINS.md section 1; API.md section 3): the bit-level half of the fragment codec.
 
 Registers are arrays of shape (*batch, lanes, n) of the builtin's HIP storage (float16,
-bfloat16 or int16 bit patterns, float32/int32, or int32 words packing 8-/4-bit elements
-little-endian); codes are int32 bit patterns, one per element. Layout moves are static
+bfloat16 or int16 bit patterns, float32/int32, int32 words packing 8-/4-bit elements
+little-endian, or uint32 word pairs holding doubles); codes are int32 bit patterns, one per
+element (int64 for doubles, which exist only inside `x64_scope`). Layout moves are static
 reshapes/transposes when a layout only moves index bits (every row's does), gathers otherwise.
 `fragments` builds the user-facing pack/unpack on these.
 """
@@ -40,8 +41,13 @@ def regs_to_codes(op: Operand, regs) -> jnp.ndarray:
         op: the operand; regs: registers of one of its accepted dtypes.
     Returns:
         16-bit elements as their unsigned bit patterns, 32-bit ones as int32 bits, packed
-        8/4-bit ones unpacked (unsigned).
+        8/4-bit ones unpacked (unsigned), 64-bit ones (`double`: two words, low first) as
+        int64 bits (inside `x64_scope`).
     """
+    if op.elem_bits == 64:
+        words = lax.bitcast_convert_type(regs, jnp.uint32) if regs.dtype != jnp.uint32 else regs
+        words = words.reshape(*words.shape[:-1], op.elems, 2).astype(jnp.uint64)
+        return lax.bitcast_convert_type(words[..., 0] | (words[..., 1] << jnp.uint64(32)), jnp.int64)
     if op.elem_bits == 32:
         return lax.bitcast_convert_type(regs, jnp.int32) if regs.dtype != jnp.int32 else regs
     if not op.packed:
@@ -94,6 +100,11 @@ def codes_to_regs(op: Operand, codes, dtype=None) -> jnp.ndarray:
         (*batch, lanes, n) registers of ``dtype``.
     """
     dtype = np.dtype(dtype or op.dtype)
+    if op.elem_bits == 64:  # int64 bit patterns -> two words each, low word first
+        bits = lax.bitcast_convert_type(codes.astype(jnp.int64), jnp.uint64)
+        words = jnp.stack([bits & jnp.uint64(0xFFFFFFFF), bits >> jnp.uint64(32)], -1).astype(jnp.uint32)
+        words = words.reshape(*words.shape[:-2], op.n)
+        return words if dtype == np.uint32 else lax.bitcast_convert_type(words, dtype)
     if op.elem_bits == 32:
         codes = codes.astype(jnp.int32)
         return codes if dtype == np.int32 else lax.bitcast_convert_type(codes, dtype)

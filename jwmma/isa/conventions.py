@@ -114,6 +114,14 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                "its own default arithmetic (LLVM selects these forms on no other chip); the blocks are "
                "independent products; cbsz 0..log2(blocks) and abid 0..2**cbsz-1 make block b read A of "
                "block 2**cbsz*(b // 2**cbsz) + abid; blgp 0..7 permutes B's lanes."),
+    # the f64 MFMA (BUILTINS_DENSE.md 11): registers are `double`s as two uint32 words each
+    Convention("mfma_f64", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
+                            Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
+               (Param("target", "target", "gfx942"),),
+               "target='gfx942' (MI300, default), 'gfx950' or 'gfx90a' (MI200) picks the chip the code runs on; "
+               "registers hold each double as two uint32 words, low word first; cbsz and abid must be 0 (the "
+               "f64 MFMA have no CBSZ/ABID); blgp bits 0, 1, 2 negate A, B, C on gfx942/gfx950 (the instruction's "
+               "neg:[a,b,c]) and must be 0 on gfx90a (no BLGP on CDNA2 f64)."),
     Convention("mfma", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
                         Param("abid", "abid", 0), Param("blgp", "blgp", 0)), (),
                "cbsz, abid and blgp must be 0 (no source gives them a meaning on these forms)."),

@@ -8,7 +8,8 @@ __all__ = [
     "GFX12_F32", "GFX12_16", "GFX12_8", "STAGED", "WMMA_F32", "WMMA_16", "WMMA_8", "WMMA_INT", "CDNA3",
     "EXACT_I8", "CDNA3_942", "MFMA_942", "MFMA_F32", "MFMA_XF32", "MFMA_950", "MFMA_908", "MFMA_90A",
     "MFMA_F32_12", "ON_CDNA12", "ON_CDNA12_F32", "ON_CDNA2", "BF16_908", "BF16_90A", "ON_CDNA12_BF16",
-    "MFMA_I8_12", "MFMA_I8", "GFX11_F32", "GFX11_16", "GFX11_INT", "MFMA_MX"
+    "MFMA_I8_12", "MFMA_I8", "GFX11_F32", "GFX11_16", "GFX11_INT", "MFMA_MX", "MFMA_F64", "MFMA_F64_90A",
+    "ON_CDNA2_F64"
 ]
 
 GFX12_F32 = ("measured on gfx1201 dense f16/bf16 WMMA (rocjitsu); transfer to SWMMAC and its "
@@ -71,3 +72,10 @@ GFX11_INT = "exact dot, i32 result wraps; clamp saturates once at the end (rocji
 MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
            "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
            "preset mx_rocjitsu")
+#: the f64 MFMA (BUILTINS_DENSE.md 11): MMA-Sim's MMA_FMA on doubles (std::fma per product, K order, from C)
+MFMA_F64 = ("measured: MMA-Sim 2.1.1's CDNA3 f64 MFMA is an f64 FMA chain in K order from C (MMA_FMA), validated on "
+            "MI300X by its authors; the same on gfx950 is an assumption")
+MFMA_F64_90A = ("measured: MMA-Sim 2.1.1's CDNA2 f64 MFMA is an f64 FMA chain in K order from C (MMA_FMA), validated "
+                "on MI200 (gfx90a) by its authors; f64 is not flushed there (PyTorch's MI200 note)")
+#: the f64 rows on gfx90a: CDNA2's model (the same chain) and no BLGP (the calculator: "BLGP bits supported: False")
+ON_CDNA2_F64 = {"gfx90a": dict(model="cdna2", evidence=MFMA_F64_90A, blgp="")}

@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["rdna4_a", "rdna4_b", "rdna4_c", "rdna4_dense_b", "cdna4_a", "cdna4_b", "cdna4_c", "cdna3_b",
            "cdna4_scaled_a", "cdna4_scaled_b", "scale_lanes", "BLGP_LANES", "blocks_a", "blocks_b", "blocks_c",
-           "cbsz_lanes", "rdna3_a", "rdna3_b", "rdna3_c",
+           "cbsz_lanes", "rdna3_a", "rdna3_b", "rdna3_c", "f64_a", "f64_b", "f64_c",
            "inverse"]
 
 
@@ -189,6 +189,37 @@ def cbsz_lanes(m: int, cbsz: int, abid: int) -> np.ndarray:
     lane = np.arange(64)
     g = 1 << cbsz
     return (m * (g * ((lane // m) // g) + abid) + lane % m).astype(np.int32)
+
+
+# ------------------------------------------------------------------ CDNA f64 MFMA (wave64)
+# BUILTINS_DENSE.md 11: one double (a VGPR pair) per element. 16x16x4 is single-block; 4x4x4 has
+# 4 blocks, stacked along the rows as above, whose lanes interleave differently from the other
+# multi-block forms (lane = 4*block + 16*k + i for A, 16*i + 4*block + j for C/D).
+def f64_a(m: int) -> np.ndarray:
+    """A (one double a lane): 16x16x4 row L % 16, k = L // 16; 4x4x4 block (L // 4) % 4, row
+    L % 4, k = L // 16, i.e. stacked row 4*block + i = L % 16: the same formula."""
+    lane, _ = _grid(64, 1)
+    return _stack(lane % 16, lane // 16)
+
+
+def f64_b(m: int) -> np.ndarray:
+    """B: 16x16x4 k = L // 16, column L % 16; 4x4x4 block (L // 4) % 4, k = L // 16, column
+    L % 4: stacked row 4*block + k."""
+    lane, _ = _grid(64, 1)
+    if m == 16:
+        return _stack(lane // 16, lane % 16)
+    return _stack(4 * ((lane // 4) % 4) + lane // 16, lane % 4)
+
+
+def f64_c(m: int) -> np.ndarray:
+    """C/D: 16x16x4 element t (VGPR pair 2t+1:2t) of lane L is (4*t + L // 16, L % 16), so lane
+    group g holds rows g, g+4, g+8, g+12 (not the f32 layout's 4g..4g+3); 4x4x4 (one double a
+    lane) block (L // 4) % 4, row L // 16, column L % 4: stacked row 4*block + L // 16."""
+    if m == 16:
+        lane, t = _grid(64, 4)
+        return _stack(4 * t + lane // 16, lane % 16)
+    lane, _ = _grid(64, 1)
+    return _stack(4 * ((lane // 4) % 4) + lane // 16, lane % 4)
 
 
 def inverse(layout: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -108,7 +108,8 @@ class BuiltinSpec:
     builtins: M x K), B (K x N) and C/D; dense (no sparsity, no index); target (the chip
     whose decoding this row describes) and targets (every chip the builtin runs on);
     blgp: 'swizzle' where blgp 0..7 permutes B's lanes (f32 MFMA; every single-block MFMA on
-    gfx908/gfx90a), '' where it must be
+    gfx908/gfx90a), 'negate' where its bits 0, 1, 2 negate A, B, C (f64 MFMA on gfx942/gfx950),
+    '' where it must be
     0 (or the builtin has none); scaled: block-scaled (E8M0 scales per 32 K); fmt_codes: the
     (A, B) format codes of a scaled row (its variants: `jwmma.isa.table.lookup`'s formats=);
     blocks: independent M x N x K products per call (multi-block MFMA: wave/M; else 1), the
@@ -286,6 +287,13 @@ class BuiltinSpec:
                              f"{self.m}x{self.n}x{self.k} blocks per call) yet; call the builtin on registers "
                              f"(pack_a takes (blocks, M, K)), jwmma.gemm's matrix path (each output tile one "
                              f"block) or a single-block MFMA")
+
+    def require_32bit(self, what: str) -> None:
+        """Raise ValueError where ``what`` (`Unit`, `jwmma.kernel`: drivers whose element codes are
+        32-bit) gets an f64 row, whose doubles are 64-bit codes (BUILTINS_DENSE.md 11)."""
+        if self.c.elem_bits == 64:
+            raise ValueError(f"{what} does not drive the f64 MFMA ({self.name}) yet; call the builtin on registers "
+                             f"(each double two uint32 words) or jwmma.gemm (float64 in and out)")
 
     def signature(self) -> str:
         """The HIP prototype, as in the seed pages."""

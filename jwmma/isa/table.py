@@ -29,7 +29,7 @@ from . import evidence as ev  # the evidence strings and per-chip model choices 
 
 __all__ = ["Operand", "IndexRule", "Family", "BuiltinSpec", "BUILTINS", "lookup", "rocjitsu_chain_order",
            "RDNA4_SWMMAC", "CDNA4_SMFMAC", "CDNA3_SMFMAC", "RDNA4_WMMA", "RDNA3_WMMA", "RDNA3_WMMA_W64", "CDNA3_MFMA",
-           "CDNA_MFMA_BLOCKS", "CDNA4_MFMA", "CDNA4_MFMA_SCALE", "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
+           "CDNA_MFMA_BLOCKS", "CDNA_MFMA_F64", "CDNA4_MFMA", "CDNA4_MFMA_SCALE", "TARGETS", "TARGET_RULES", "SCALE_FORMATS", "OPTIONAL"]
 
 
 RDNA4_SWMMAC = Family(
@@ -86,6 +86,13 @@ CDNA_MFMA_BLOCKS = Family(  # BUILTINS_DENSE.md 10: the multi-block forms, block
     bf16_storage=SHORT,
     dense=True, modifiers="mfma", blocks=True,
 )
+CDNA_MFMA_F64 = Family(  # BUILTINS_DENSE.md 11: one double (VGPR pair) per element; 4x4x4 has 4 blocks
+    "CDNA f64 MFMA", "gfx942", 64, _NO_INDEX,
+    a_layout=lambda m, n_a, bits, k: layouts.f64_a(m),
+    b_layout=lambda m, n_b, bits, k: layouts.f64_b(m),
+    c_layout=layouts.f64_c,
+    dense=True, modifiers="mfma",
+)
 CDNA4_MFMA = Family(  # BUILTINS_DENSE.md 1.2, 4: the CDNA3 formulas with K doubled
     "CDNA4 MFMA", "gfx950", 64, _NO_INDEX,
     a_layout=lambda m, n_a, bits, k: layouts.cdna4_a(m, n_a),
@@ -105,7 +112,7 @@ CDNA4_MFMA_SCALE = Family(  # BUILTINS_DENSE.md 1.2, 5
 SCALE_FORMATS = {0: "fp8", 1: "bf8", 2: "fp6", 3: "bf6", 4: "fp4"}
 
 #: what the table leaves out on purpose (`jwmma list` prints it)
-OPTIONAL = ("f64 MFMA (mfma_f64_16x16x4f64, mfma_f64_4x4x4f64)")
+OPTIONAL = ""  # nothing left out now (a text, so that `jwmma list` can name what a later table omits)
 
 _FNUZ = {"fp8": "fp8_fnuz", "bf8": "bf8_fnuz"}
 #: the CDNA builtins' targets and what their fp8/bf8 are there (BUILTINS_MORE.md 1.1,
@@ -161,6 +168,8 @@ def _operand(family: Family, type_name: str, elems: int, long: bool = False) -> 
         return Operand(8, elems, t.bits, storage)
     if long:  # a 64-bit HIP `long` (CDNA3 i8/fp8 MFMA): its two 32-bit halves
         storage = LONG
+    if t.bits == 64:  # a `double` (f64 MFMA): its two 32-bit halves, low word first
+        return Operand(elems * storage.words, elems, 64, storage)
     n = elems if t.bits >= 16 else max(1, elems * t.bits // 32)
     return Operand(n, elems, t.bits, storage)
 
@@ -175,12 +184,16 @@ _RULES: dict = {}
 def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c: str, convention: str,
          sets: int, model: str, evidence: str, targets: str | None = None,
          register_chain: bool = False, blgp: str = "", long: bool = False,
-         per_target: dict | None = None, opsel: bool = False, tied: bool = False) -> BuiltinSpec:
+         per_target: dict | None = None, opsel: bool = False, tied: bool = False,
+         blocks: int | None = None) -> BuiltinSpec:
     """A table row from its keyword record; operands and layouts follow from the family.
     ``targets`` names an entry of `TARGETS` (the chips it runs on and their element types);
     the first target is the row's, the others are kept for `lookup`. ``register_chain``:
     the FMA chain runs in rocjitsu's register order (`rocjitsu_chain_order`). ``blgp``:
-    'swizzle' where blgp permutes B's lanes. ``long``: A and B are 64-bit HIP `long`s.
+    'swizzle' where blgp permutes B's lanes, 'negate' where its bits negate A, B, C (f64 on
+    gfx942/gfx950). ``long``: A and B are 64-bit HIP `long`s. ``blocks``: independent products
+    per call where the family's rule (wave / M for a multi-block family, else 1) does not give
+    it (f64 4x4x4: 4 blocks of 16 lanes' worth).
     A scaled family's row is built for every pair of `SCALE_FORMATS` (the first, fp8 x fp8,
     is the row; ``a``/``b`` are ignored). ``per_target``: target -> the ``model``, ``evidence``
     and ``blgp`` of the row on that chip, where they differ from the row's (gfx908, gfx90a).
@@ -191,7 +204,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
     if not set(per_target) <= {t for t, _ in chips}:
         raise ValueError(f"{name}: per_target names chips outside its targets")
     kc = k if family.dense else k // 2
-    blocks = family.wave // m if family.blocks else 1
+    blocks = blocks or (family.wave // m if family.blocks else 1)
     n_a, n_b, n_c = (blocks * x // family.wave for x in (m * kc, k * n, m * n))
     if family.replicated:  # every lane a whole row of A and column of B
         n_a, n_b = kc, k
@@ -232,7 +245,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
 
 
 _R4, _C4, _C3, _W4 = RDNA4_SWMMAC, CDNA4_SMFMAC, CDNA3_SMFMAC, RDNA4_WMMA
-_M3, _M4, _MS, _MB = CDNA3_MFMA, CDNA4_MFMA, CDNA4_MFMA_SCALE, CDNA_MFMA_BLOCKS
+_M3, _M4, _MS, _MB, _MD = CDNA3_MFMA, CDNA4_MFMA, CDNA4_MFMA_SCALE, CDNA_MFMA_BLOCKS, CDNA_MFMA_F64
 _ROWS = (
     # RDNA4 SWMMAC (gfx1200/1201, wave32): BUILTINS.md section 2.1
     _row(_R4, "swmmac_f32_16x16x32_f16_w32", m=16, n=16, k=32, a="f16", b="f16", c="f32",
@@ -388,6 +401,13 @@ _ROWS = (
            convention="mfma_blocks_cdna12", sets=1, model="cdna1", evidence=ev.BF16_908, targets="cdna12",
            blgp="swizzle", per_target=ev.ON_CDNA12_BF16)
       for mm in (32, 16, 4)),
+    # CDNA f64 MFMA (gfx942 by default; gfx90a, gfx950 with target=; isGFX90APlus): BUILTINS_DENSE.md 11.
+    # an f64 FMA chain on every chip; blgp bits negate A, B, C on gfx942/gfx950, gfx90a has no BLGP here
+    _row(_MD, "mfma_f64_16x16x4f64", m=16, n=16, k=4, a="f64", b="f64", c="f64", convention="mfma_f64", sets=1,
+         model="cdna3", evidence=ev.MFMA_F64, targets="cdna2plus", blgp="negate", per_target=ev.ON_CDNA2_F64),
+    _row(_MD, "mfma_f64_4x4x4f64", m=4, n=4, k=4, a="f64", b="f64", c="f64", convention="mfma_f64", sets=1,
+         model="cdna3", evidence=ev.MFMA_F64, targets="cdna2plus", blgp="negate", per_target=ev.ON_CDNA2_F64,
+         blocks=4),
     # CDNA4 (gfx950) dense additions and the block-scaled f8f6f4 MFMA: BUILTINS_DENSE.md 1.2, 4, 5
     *(_row(_M4, f"mfma_f32_{mm}x{mm}x{kk}_{t}", m=mm, n=mm, k=kk, a=t, b=t, c="f32", convention="mfma",
            sets=1, model="cdna3", evidence=ev.MFMA_950)
@@ -403,7 +423,7 @@ _ROWS = (
 )
 
 #: name (without ``__builtin_amdgcn_``) -> BuiltinSpec (on its default target; a scaled row with
-#: fp8 x fp8), all 111 builtins
+#: fp8 x fp8), all 113 builtins
 BUILTINS = MappingProxyType({r.name: r for r in _ROWS})
 
 

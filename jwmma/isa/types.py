@@ -16,11 +16,11 @@ from types import MappingProxyType
 import ml_dtypes
 import numpy as np
 
-from ..numerics.formats import (BF6, BF8, BF8_FNUZ, BF16, F16, F32, FP4, FP6, FP8, FP8_FNUZ, I4, I8, I32, U4, U8,
-                               XF32, FloatFormat, IntFormat)
+from ..numerics.formats import (BF6, BF8, BF8_FNUZ, BF16, F16, F32, F64, FP4, FP6, FP8, FP8_FNUZ, I4, I8, I32, U4,
+                               U8, XF32, FloatFormat, IntFormat)
 
-__all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "LONG", "FLOAT", "INT", "ElementType", "TYPES",
-           "element_type"]
+__all__ = ["Storage", "HALF", "SHORT", "BF16_STORAGE", "PACKED", "LONG", "DOUBLE", "FLOAT", "INT", "ElementType",
+           "TYPES", "element_type"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ SHORT = Storage("short", _I16, (_BF, _U16))  # bf16 bit patterns in `short` (RDN
 BF16_STORAGE = Storage("bf16", _BF, (_I16, _U16))  # `__bf16` (CDNA4)
 PACKED = Storage("int", np.dtype(np.int32), (np.dtype(np.uint32),))  # 8/4-bit elements in words
 LONG = Storage("long", np.dtype(np.int32), (np.dtype(np.uint32),), words=2)  # 8 bytes in a 64-bit `long`
+# a `double` (the f64 MFMA; a VGPR pair) as its two 32-bit halves, low word first, as `long` is:
+# 32-bit words exist whatever the user's jax_enable_x64, float64 and uint64 arrays do not
+DOUBLE = Storage("double", np.dtype(np.uint32), (np.dtype(np.int32),), words=2)
 FLOAT = Storage("float", np.dtype(np.float32))
 INT = Storage("int", np.dtype(np.int32))
 
@@ -136,6 +139,7 @@ TYPES = MappingProxyType({t.name: t for t in (
     ElementType("fp4", 4, FP4),
     ElementType("xf32", 32, XF32, storage=FLOAT, read_shift=13),  # CDNA3 xf32 MFMA (BUILTINS_DENSE.md 6)
     ElementType("f32", 32, F32, storage=FLOAT, accumulator=True),
+    ElementType("f64", 64, F64, storage=DOUBLE, accumulator=True),  # the f64 MFMA (BUILTINS_DENSE.md 11)
     ElementType("i32", 32, signed=I32, storage=INT, accumulator=True),
 )})
 
@@ -145,7 +149,7 @@ def element_type(name: str) -> ElementType:
 
     Args:
         name: 'f16', 'bf16', 'fp8', 'bf8', 'fp8_fnuz', 'bf8_fnuz', 'fp6', 'bf6', 'fp4', 'iu8', 'iu4',
-            'i8', 'xf32', 'f32' or 'i32'.
+            'i8', 'xf32', 'f32', 'f64' or 'i32'.
     Returns:
         The `ElementType`.
     """

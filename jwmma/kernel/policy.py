@@ -185,6 +185,7 @@ def as_policy(obj, target: str | None = None) -> Policy:
         pol = dataclasses.replace(pol, target=target)
     spec = pol.spec  # ValueError for a target the row does not list
     spec.require_single_block("jwmma.kernel")
+    spec.require_32bit("jwmma.kernel")
     for attr, want in (("thread_tile_m", spec.m), ("thread_tile_n", spec.n), ("k_step", spec.k)):
         got = getattr(obj, attr, want)
         if got != want:

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import jax
 
-from ..numerics.formats import FloatFormat
+from ..numerics.formats import F64, FloatFormat
 from .fields import Bool, Instance, Int, Text, TupleOf, check_fields
 
 __all__ = ["Context", "Model", "as_column"]
@@ -103,6 +103,7 @@ class Model(metaclass=_Checked):
     name: ClassVar[str] = "model"
     integer: ClassVar[bool] = False  # True for models of integer builtins
     scaled: ClassVar[bool] = False  # True for models of the block-scaled builtins (`scaled_instruction`)
+    float64: ClassVar[bool] = False  # True for models that run the f64 MFMA (an f64 FMA chain)
     #: how much one product costs unoptimised, relative to most models: 'auto' compile effort
     #: weighs a call's products by it (`jwmma.engine.effort.settle`); never bits
     compile_weight: ClassVar[int] = 1
@@ -127,6 +128,9 @@ class Model(metaclass=_Checked):
                 return (f"{self.describe()} is not a model for the block-scaled builtins (their E8M0 scales need "
                         f"a model that applies them: cdna4_mx, mx_rocjitsu or BlockScaled(...))")
             return f"{self.describe()} models the block-scaled builtins (mfma_scale_*) only"
+        if ctx.c == F64 and not self.float64:
+            return (f"{self.describe()} is not a model for the f64 MFMA (their arithmetic is an f64 FMA chain: models "
+                    f"cdna3, cdna2, cdna1, fma_chain_k, fma_chain or FMAChain(...))")
         return None
 
     def accumulate(self, a, b, c, ctx: Context, options=None):

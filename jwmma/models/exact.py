@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F16, F32, ZERO_EXP, decode
+from ..numerics.formats import BF16, F16, F32, F64, ZERO_EXP, decode
 from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
 from . import fused_dots
 from .base import Context, Model, as_column
 from .fields import Bool, Int, declare
-from .fma_chain import F32AsFMAChain
+from .fma_chain import IEEEAsFMAChain
 from .grouping import loops, over_groups, unroll_for
 from .specials import product_specials as _product_specials
 from .specials import specials_possible, specials_shortcut
@@ -354,7 +354,7 @@ class Exact(Model):
 
 
 @dataclass(frozen=True)
-class CDNA1(F32AsFMAChain, Exact):
+class CDNA1(IEEEAsFMAChain, Exact):
     """MMA-Sim 2.1.1's CDNA1 (MI100, gfx908) MFMA arithmetic (NUMERICS.md 9.3): f16 and bf16
     products in groups of 4 (f16) / 2 (bf16) consecutive k from C, each group's exact sum with
     the accumulator rounded once to f32 (``MMA_E_FDPA(L_max)``: `Exact` with ``group``); f32
@@ -372,10 +372,10 @@ class CDNA1(F32AsFMAChain, Exact):
         return 2 if BF16 in (ctx.a, ctx.b) else 4
 
     def check(self, ctx: Context):
-        if not ctx.integer and ctx.a == F32 and ctx.b == F32:
+        if not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a:  # the FMA chain (f32 and f64 MFMA)
             why = Model.check(self, ctx)
             if why is None and self != CDNA1():
-                return (f"{self.describe()}: on f32 operands CDNA1 is MMA-Sim's FMA chain, which has no group "
+                return (f"{self.describe()}: on {ctx.a.name} operands CDNA1 is MMA-Sim's FMA chain, which has no group "
                         f"and no zero rule; use CDNA1() (preset cdna1) or FMAChain()")
             return why
         why = super().check(ctx)

@@ -25,6 +25,13 @@ Each FMA is emulated exactly: the product is exact in float64, the sum with the 
 is split error-free (TwoSum), rounded to odd in float64 and then to f32 bits, which equals
 one correct rounding of the exact a*b + acc. `FMAChain.accumulate` is the per-product
 reference every faster path must agree with.
+
+f64 operands and accumulator (the f64 MFMA, MMA-Sim's ``MMA_FMA`` on doubles) run the same chain
+in f64: acc <- RN_f64(a_k * b_k + acc), each step one `jwmma.numerics.fma64.fma_f64` on integer
+bits (no float arithmetic: XLA has no f64 FMA that rounds once, and its CPU backend flushes f64
+subnormals). ``narrowing`` does not apply; ``nan='propagate'`` keeps rocjitsu's choice with f64
+bits (A's or B's NaN as sign | 0x7FF8000000000000, the accumulator's quieted, else
+0xFFF8000000000000).
 """
 from __future__ import annotations
 
@@ -33,13 +40,14 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from ..numerics.formats import BF16, F16, F32, decode
+from ..numerics.fma64 import QNAN_F64, fma_f64
+from ..numerics.formats import BF16, F16, F32, F64, decode
 from ..numerics.rounding import add_rn, round_f64, value_f64
 from .fields import Choice
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
 
-__all__ = ["FMAChain", "F32AsFMAChain", "ORDERS", "NARROWINGS", "NAN_POLICIES"]
+__all__ = ["FMAChain", "IEEEAsFMAChain", "ORDERS", "NARROWINGS", "NAN_POLICIES"]
 
 ORDERS = ("compressed", "register")
 NARROWINGS = ("nearest", "truncate")
@@ -47,6 +55,8 @@ NAN_POLICIES = ("canonical", "propagate")
 _QUIET = 0x00400000
 _CANONICAL = 0x7FC00000
 _INVALID = -0x400000  # 0xFFC00000 as int32
+_QUIET64 = 1 << 51
+_INVALID64 = -(1 << 51)  # 0xFFF8000000000000 as int64
 
 
 def _fma(p, acc):
@@ -78,6 +88,7 @@ class FMAChain(Model):
     nan: str = "canonical"
 
     name = "fma_chain"
+    float64 = True
 
     FIELDS = {"order": Choice(values=ORDERS), "narrowing": Choice(values=NARROWINGS),
               "nan": Choice(values=NAN_POLICIES)}
@@ -112,6 +123,8 @@ class FMAChain(Model):
             idx = jnp.asarray(order, jnp.int32)
             a = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), a)
             b = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), b)
+        if fc == F64:
+            return self._accumulate_f64(a, b, c_bits, options)
         cf = decode(fc, c_bits)
         acc = value_f64(cf, fc.mbits)  # exact (a 16-bit C widens exactly)
 
@@ -140,6 +153,24 @@ class FMAChain(Model):
         acc, nanb = over_groups(a, b, (acc, nanb), 1, step_nan, unroll_for(options))
         return self._narrow(acc, nanb, fc)
 
+    def _accumulate_f64(self, a, b, c_bits, options):
+        """The chain on f64 operands: int64 accumulator bits, one `fma_f64` per product."""
+        first = lambda f: jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], f)
+        propagate = self.nan == "propagate"
+
+        def step(ga, gb, acc):
+            ga0, gb0 = first(ga), first(gb)
+            new = fma_f64(ga0, gb0, decode(F64, acc))
+            if not propagate:
+                return new
+            image = lambda f: jnp.where(f.sign == 1, jnp.int64(-(1 << 63) | QNAN_F64), jnp.int64(QNAN_F64))
+            acc_nan = decode(F64, acc).nan
+            pick = jnp.where(ga0.nan, image(ga0), jnp.where(gb0.nan, image(gb0),
+                                                             jnp.where(acc_nan, acc | _QUIET64, _INVALID64)))
+            return jnp.where(decode(F64, new).nan, pick, new)
+
+        return over_groups(a, b, c_bits.astype(jnp.int64), 1, step, unroll_for(options))
+
     def _narrow(self, acc, nanb, fc):
         """The final f32 (as float64 ``acc``; ``nanb``: its NaN bits, or None for canonical)
         as bits of the accumulator ``fc``."""
@@ -161,23 +192,25 @@ class FMAChain(Model):
         return out
 
 
-class F32AsFMAChain:
-    """Mixin of the CDNA models (`CDNA3`, `CDNA1`, `CDNA2`): f32 operands run as MMA-Sim's f32
-    MFMA on every CDNA generation (``MMA_FMA``: acc <- RN_f32(a*b + acc) in K order, `FMAChain()`),
-    every other format as the model it is mixed into. Put it first among the bases."""
+class IEEEAsFMAChain:
+    """Mixin of the CDNA models (`CDNA3`, `CDNA1`, `CDNA2`): f32 and f64 operands run as MMA-Sim's
+    f32 and f64 MFMA on every CDNA generation (``MMA_FMA``: acc <- RN(a*b + acc) in K order from C,
+    `FMAChain()`), every other format as the model it is mixed into. Put it first among the bases."""
+
+    float64 = True
 
     def instruction(self, ctx, a, pos, b, c, select, options):
-        """The model's `instruction`; f32 operands: the FMA chain."""
-        if ctx.a == F32:
-            return _F32_CHAIN.instruction(ctx, a, pos, b, c, select, options)
+        """The model's `instruction`; f32 and f64 operands: the FMA chain."""
+        if ctx.a in (F32, F64):
+            return _CHAIN.instruction(ctx, a, pos, b, c, select, options)
         return super().instruction(ctx, a, pos, b, c, select, options)
 
     def accumulate(self, a, b, c_bits, ctx, options=None, **kw):
-        """The model's `accumulate` (``kw``: its own keywords); f32 operands: the FMA chain."""
-        if ctx.a == F32:
-            return _F32_CHAIN.accumulate(a, b, c_bits, ctx, options)
+        """The model's `accumulate` (``kw``: its own keywords); f32 and f64 operands: the FMA chain."""
+        if ctx.a in (F32, F64):
+            return _CHAIN.accumulate(a, b, c_bits, ctx, options)
         return super().accumulate(a, b, c_bits, ctx, options, **kw)
 
 
-_F32_CHAIN = FMAChain()
+_CHAIN = FMAChain()
 

@@ -25,12 +25,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import F32, decode, pow2_f32, value_exponent
+from ..numerics.formats import F32, F64, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
 from . import fused_dots
-from .fma_chain import F32AsFMAChain
+from .fma_chain import IEEEAsFMAChain
 from .fields import Bool, Choice, Int, declare
-from .base import Context, as_column
+from .base import Context, Model, as_column
 from .fused_dots import NO_EXP
 from .fused_fields import F32FusedModel, frac_bits_field
 from .grouping import loops, over_groups, unroll_for
@@ -394,7 +394,7 @@ def _shift(x, n):
 
 
 @dataclass(frozen=True)
-class CDNA3(F32AsFMAChain, FusedGroups):
+class CDNA3(IEEEAsFMAChain, FusedGroups):
     """MMA-Sim's bit-accurate CDNA3 (gfx942) MFMA algorithm, applied to the compressed
     products (NUMERICS.md 1.3-1.4). The named preset ``"cdna3"`` is ``CDNA3()``, MMA-Sim 2.x
     (PyPI) as it stands; the preset ``"cdna3_c785138"`` is the earlier GitHub version that
@@ -408,9 +408,11 @@ class CDNA3(F32AsFMAChain, FusedGroups):
     name = "cdna3"
 
     def check(self, ctx: Context):
-        why = super().check(ctx)
-        if why is None and ctx.a == F32 and self != CDNA3():
-            return (f"{self.describe()}: on f32 operands CDNA3 is MMA-Sim's FMA chain, which has none of the "
-                    f"fused-group fields; use CDNA3() (preset cdna3) or FMAChain()")
-        return why
+        if not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a:  # the FMA chain (f32 and f64 MFMA)
+            why = Model.check(self, ctx)
+            if why is None and self != CDNA3():
+                return (f"{self.describe()}: on {ctx.a.name} operands CDNA3 is MMA-Sim's FMA chain, which has none "
+                        f"of the fused-group fields; use CDNA3() (preset cdna3) or FMAChain()")
+            return why
+        return super().check(ctx)
 

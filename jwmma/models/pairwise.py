@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ..numerics.formats import BF16, F16, F32, decode
+from ..numerics.formats import BF16, F16, F32, F64, decode
 from ..numerics.rounding import add_rn, pow2_f64, round_f64, value_f64
 from .base import Context, Model
 from .fields import Bool, Int, declare
-from .fma_chain import F32AsFMAChain
+from .fma_chain import IEEEAsFMAChain
 from .grouping import over_groups, unroll_for
 
 __all__ = ["PairwiseTree", "CDNA2"]
@@ -100,7 +100,7 @@ class PairwiseTree(Model):
 
 
 @dataclass(frozen=True)
-class CDNA2(F32AsFMAChain, PairwiseTree):
+class CDNA2(IEEEAsFMAChain, PairwiseTree):
     """MMA-Sim 2.1.1's CDNA2 (MI200, gfx90a) MFMA arithmetic: `PairwiseTree` (groups of 4 with
     the MI200 flushing) for f16/bf16 operands, an f32 FMA chain in K order (``MMA_FMA``,
     `FMAChain()`) for f32 operands. The preset ``"cdna2"`` is ``CDNA2()``."""
@@ -108,10 +108,10 @@ class CDNA2(F32AsFMAChain, PairwiseTree):
     name = "cdna2"
 
     def check(self, ctx: Context):
-        if not ctx.integer and ctx.a == F32 and ctx.b == F32:
+        if not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a:  # the FMA chain (f32 and f64 MFMA)
             why = Model.check(self, ctx)
             if why is None and self != CDNA2():
-                return (f"{self.describe()}: on f32 operands CDNA2 is MMA-Sim's FMA chain, which has none of the "
+                return (f"{self.describe()}: on {ctx.a.name} operands CDNA2 is MMA-Sim's FMA chain, which has none of the "
                         f"tree's fields; use CDNA2() (preset cdna2) or FMAChain()")
             return why
         why = super().check(ctx)

@@ -8,14 +8,15 @@ fields, and results are rounded into bit patterns by `jwmma.numerics.rounding`.
 The formats: IEEE f32/f16, bf16, the OCP FP8 formats E4M3FN ("fp8") and E5M2 ("bf8"), their
 FNUZ variants, the OCP MX element formats FP6 E2M3 ("fp6"), BF6 E3M2 ("bf6") and FP4 E2M1
 ("fp4") (no Inf, no NaN), xf32 (the CDNA3 matrix unit's reading of float32: its top 19 bits,
-1+8+10; docs/spec/BUILTINS_DENSE.md 6), and the integer formats. This module knows no
+1+8+10; docs/spec/BUILTINS_DENSE.md 6), IEEE f64 (the f64 MFMA only: its codes are int64, so it
+decodes inside `x64_scope`), and the integer formats. This module knows no
 instruction: which builtin reads which format is `jwmma.isa.types`.
 """
 from __future__ import annotations
 
 __all__ = [
     "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ", "FP6", "BF6",
-    "FP4", "XF32", "E8M0_NAN", "E8M0_BIAS",
+    "FP4", "XF32", "F64", "E8M0_NAN", "E8M0_BIAS",
     "I8", "U8", "I4", "U4", "I32", "FLOAT_FORMATS", "INT_FORMATS", "ZERO_EXP", "format_of", "decode",
     "value_exponent", "decode_int", "decode_fields", "f32_magnitude", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
     "unpack_fields",
@@ -120,6 +121,11 @@ FP4 = FloatFormat("fp4", 2, 1, 1, False, "none", np.dtype(ml_dtypes.float4_e2m1f
 # values are held as float32, so it has no dtype of its own (`format_of(float32)` is F32)
 XF32 = FloatFormat("xf32", 8, 10, 127, True, "ieee", np.dtype(np.float32), 0x3FE00)
 
+# IEEE binary64, the f64 MFMA's operands and accumulator (BUILTINS_DENSE.md 11). It is not in
+# FLOAT_FORMATS and `format_of(float64)` stays None: everywhere else float64 means exact values
+# (quantisation, studies, reference sums), not a format the matrix cores round to
+F64 = FloatFormat("f64", 11, 52, 1023, True, "ieee", np.dtype(np.float64), 0x7FF8000000000000)
+
 #: E8M0 block scales (OCP MX): code s is the factor 2**(s - E8M0_BIAS); E8M0_NAN is NaN
 E8M0_BIAS = 127
 E8M0_NAN = 0xFF
@@ -174,12 +180,16 @@ def exactly_normal_in_f32(fmt: FloatFormat) -> bool:
 def decode_fields(fmt: FloatFormat, code: jnp.ndarray) -> tuple:
     """(sign, sig, exp, nan, inf) of ``fmt`` bit patterns held in the low bits of an integer
     array, as in `Fields`: the one decoder of the XLA path and the Pallas kernels (only
-    elementwise int32 ops and selects, so it lowers to Triton too)."""
-    code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
+    elementwise int32 ops and selects, so it lowers to Triton too). F64 codes are int64 and
+    give an int64 ``sig`` (inside `x64_scope`)."""
+    if fmt.bits == 64:
+        code = code.astype(jnp.int64)
+    else:
+        code = code.astype(jnp.int32) & ((1 << fmt.bits) - 1)
     mmask = (1 << fmt.mbits) - 1
     emask = (1 << fmt.ebits) - 1
-    sign = (code >> (fmt.bits - 1)) & 1
-    ef = (code >> fmt.mbits) & emask
+    sign = ((code >> (fmt.bits - 1)) & 1).astype(jnp.int32)
+    ef = ((code >> fmt.mbits) & emask).astype(jnp.int32)
     mant = code & mmask
     sig = jnp.where(ef != 0, mant | (1 << fmt.mbits), mant)
     if fmt.nan == "ieee":
@@ -198,7 +208,7 @@ def decode_fields(fmt: FloatFormat, code: jnp.ndarray) -> tuple:
         sign = jnp.where(nan, 0, sign)
     special = nan | inf
     sig = jnp.where(special, 0, sig)
-    exp = jnp.where(sig == 0, ZERO_EXP, jnp.maximum(ef, 1) - fmt.bias)
+    exp = jnp.where(sig == 0, ZERO_EXP, jnp.maximum(ef, 1) - fmt.bias).astype(jnp.int32)
     return sign, sig, exp, nan, inf
 
 

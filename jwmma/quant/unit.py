@@ -183,6 +183,7 @@ def _format_codes(builtin: str, target, formats):
     """A unit's ``formats`` as (A code, B code) for a block-scaled builtin (None: (0, 0)), None
     for the other builtins; ValueError for names or codes that are none of `SCALE_FORMATS`."""
     spec = lookup(builtin, target)
+    spec.require_32bit("Unit")
     if not spec.scaled:
         if formats is not None:
             raise ValueError(f"Unit(formats=...) applies to the block-scaled builtins (mfma_scale_*); {spec.name}'s "

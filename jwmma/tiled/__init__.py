@@ -64,8 +64,27 @@ def _products(spec, batch, m, n, k) -> int:
 
 def _empty(spec, shape, c):
     """D of a GEMM that issues no instruction (M, N or a batch dim 0; K = 0): C bit for bit."""
-    d = jnp.zeros(shape, jnp.int32) if c is None else jnp.broadcast_to(fragments.to_codes(spec.c_type, c), shape)
-    return fragments.codes_to_values(spec.c_type, d)
+    with x64_scope():  # f64 codes are int64
+        d = jnp.zeros(shape, jnp.int32) if c is None else jnp.broadcast_to(fragments.to_codes(spec.c_type, c), shape)
+        d = fragments.codes_to_values(spec.c_type, d)
+    return _float64_out(spec, d)
+
+
+def _float64_out(spec, d):
+    """D of an f64 row as the user gets it (call outside `x64_scope`): with jax_enable_x64 off JAX has no float64 arrays (one
+    made inside `x64_scope` turns float32 at its next operation), so D comes back as a numpy
+    float64 array, bit for bit; with it on, as the float64 JAX array. Other rows: ``d``."""
+    if spec.c_type != "f64" or jax.config.jax_enable_x64:
+        return d
+    return np.asarray(d)
+
+
+def _check_float64(spec, dist) -> None:
+    """The f64 rows run their GEMM on one device for now: the spread and Pallas paths move 32-bit
+    codes."""
+    if spec.c_type == "f64" and dist is not None:
+        raise ValueError(f"jwmma.gemm with {spec.name} runs on one device (devices=, mesh= and sharded inputs are not "
+                         f"supported for the f64 MFMA yet); call it without them, or split the batch yourself")
 
 
 def _call_description(spec, model, path, prune, modifiers, s, opts, a, b, c, dist) -> dict:
@@ -119,8 +138,8 @@ def gemm(
             a dense ``a`` that is not 2:4 sparse raises unless ``prune=True``. For a dense
             builtin (RDNA4 WMMA) any (*batch, M, K) A: no 2:4 rule, no positions.
         b: (*batch, K, N) of the builtin's B element type.
-        c: (*batch, M, N) of the accumulator type (float32, float16, bfloat16 or int32) or
-            None for zeros. M, N, K need not be multiples of the tile: the operands are
+        c: (*batch, M, N) of the accumulator type (float32, float16, bfloat16, int32, or
+            float64 for the f64 MFMA) or None for zeros. M, N, K need not be multiples of the tile: the operands are
             zero-padded (A's padding groups select positions (2, 3), as hipSPARSELt pads).
             Batch dims broadcast.
         builtin: the builtin the kernel issues; model: a preset name, model text or object
@@ -163,7 +182,11 @@ def gemm(
     issues no instruction and returns C (zeros for None) bit for bit.
     Returns:
         (*batch, M, N) in the accumulator's dtype; sharded (never gathered) when spread over
-        devices.
+        devices. The f64 MFMA (float64 A, B, C: numpy arrays, or JAX arrays with
+        jax_enable_x64 on) compute under an internal 64-bit scope, never switching x64 on for the
+        user; D is a float64 JAX array when jax_enable_x64 is on and a numpy float64 array
+        (host, the same bits) when it is off, where JAX has no float64 arrays. They run on one
+        device.
 
     Several processes (`jax.distributed`; README "Several machines"): ``devices='all'`` and
     meshes may span every process's devices; inputs are then global arrays
@@ -191,6 +214,7 @@ def gemm(
     m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
     opts = resolve_options(options, backend)
     dist = plan_gemm(spec, a, b, c, mesh=mesh, mesh_axes=mesh_axes, devices=devices)
+    _check_float64(spec, dist)
     if dist is not None and dist.spans_processes:  # before any collective on data
         processes.agree(_call_description(spec, m_obj, path, prune, (a_signed, b_signed, clamp), s, opts, a, b, c,
                                           dist), f"jwmma.gemm({spec.name})")
@@ -206,9 +230,10 @@ def gemm(
                       (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, ins.form, (ins.m, ins.n, ins.k, ins.batch),
                        shapes_key(ins.a, ins.pos, ins.b, ins.c)))
         with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
-            return paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
-                                   a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
-                                   form=ins.form, dims=(ins.m, ins.n, ins.k, ins.batch))
+            d = paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
+                                a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
+                                form=ins.form, dims=(ins.m, ins.n, ins.k, ins.batch))
+        return _float64_out(spec, d)
     ops = operands.codes(spec, a, b, c, prune=prune, check=check, signed=signed)
     if ops.m == 0 or ops.n == 0 or ops.k == 0 or 0 in ops.batch:  # no instruction issued: D = C
         shape = ops.batch + (ops.m, ops.n)

@@ -205,12 +205,14 @@ def check_modifiers(spec: BuiltinSpec, a_neg, b_neg, clamp) -> tuple[bool, bool,
 
 def word_dtype(spec: BuiltinSpec) -> np.dtype:
     """The dtype that holds D's codes until the last operation: unsigned ints of the
-    accumulator's width for 16-bit floats, int32 otherwise (`codes_to_values` reads both)."""
-    return np.dtype(np.uint16) if np.dtype(accumulator_dtype(spec)).itemsize == 2 else np.dtype(np.int32)
+    accumulator's width for 16-bit floats, int64 for f64 (inside `x64_scope`), int32 otherwise
+    (`codes_to_values` reads them all)."""
+    size = np.dtype(accumulator_dtype(spec)).itemsize
+    return np.dtype({2: np.uint16, 8: np.int64}.get(size, np.int32))
 
 
 def accumulator_dtype(spec: BuiltinSpec) -> np.dtype:
-    """The numpy dtype of the logical C/D values of ``spec`` (float32, float16, bfloat16, int32)."""
+    """The numpy dtype of the logical C/D values of ``spec`` (float32, float16, bfloat16, int32, float64)."""
     return element_type(spec.c_type).value_dtype()
 
 

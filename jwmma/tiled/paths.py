@@ -246,15 +246,15 @@ def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, 
     mp, np_, kp = (-(-m // spec.m) * spec.m, -(-n // spec.n) * spec.n, -(-k // spec.k) * spec.k)
     a, pos, b, c = vary_together(a, pos, b, c)  # a user's shard_map: the loop carries vary like them
     a_cols = kp if form.a_form == "dense" else kp // 2
+    words = operands.word_dtype(spec)
 
     def prepare(a, p, b, c, rows, lead):
         a, p, b, c = operands.convert(form, a, p, b, c)
         a, p = operands.pad_a(a, p, rows, a_cols)
         b = operands.pad_to(b, {-2: kp, -1: np_})
-        c = vary_like(jnp.zeros((rows, np_), jnp.int32), a) if c is None else operands.pad_to(c, {-2: rows, -1: np_})
+        zeros = jnp.zeros((rows, np_), jnp.int64 if words == np.int64 else jnp.int32)  # f64: int64 bit patterns
+        c = vary_like(zeros, a) if c is None else operands.pad_to(c, {-2: rows, -1: np_})
         return tuple(jnp.broadcast_to(x, lead + x.shape[-2:]) for x in (a, p, b, c))
-
-    words = operands.word_dtype(spec)
 
     def finish(d, rows):  # D stays bits inside the loop: float copies may not keep them (`_padded_bits`)
         return d[..., :rows, :n].astype(words)

@@ -66,7 +66,7 @@ class Fmt:
 
     @property
     def uint(self):
-        return {32: np.uint32, 16: np.uint16, 8: np.uint8}[self.bits]
+        return {64: np.uint64, 32: np.uint32, 16: np.uint16, 8: np.uint8}[self.bits]
 
 
 F32 = Fmt("f32", 8, 23, 127, "ieee", np.float32)
@@ -76,6 +76,7 @@ FP8 = Fmt("fp8", 4, 3, 7, "fn", ml_dtypes.float8_e4m3fn)  # OCP E4M3FN: no Inf, 
 BF8 = Fmt("bf8", 5, 2, 15, "ieee", ml_dtypes.float8_e5m2)  # OCP E5M2
 FP8_FNUZ = Fmt("fp8_fnuz", 4, 3, 8, "fnuz", ml_dtypes.float8_e4m3fnuz)
 BF8_FNUZ = Fmt("bf8_fnuz", 5, 2, 16, "fnuz", ml_dtypes.float8_e5m2fnuz)
+F64 = Fmt("f64", 11, 52, 1023, "ieee", np.float64)  # IEEE binary64 (the f64 MFMA)
 FMTS = {f.name: f for f in (F32, F16, BF16, FP8, BF8, FP8_FNUZ, BF8_FNUZ)}
 
 

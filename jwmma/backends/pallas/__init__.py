@@ -143,8 +143,9 @@ def kernel_for(spec, model, options) -> bool:
 def _decodes(spec) -> bool:
     """Whether the kernels read this row's operands: 16-bit and narrower floats and integers
     (not the f32/xf32 MFMA, whose operands are 32-bit registers the unit reads otherwise, nor
-    the block-scaled rows, whose operands carry scales, nor the multi-block rows)."""
-    return not spec.scaled and spec.a_type not in ("f32", "xf32") and spec.blocks == 1
+    the f64 MFMA, nor the block-scaled rows, whose operands carry scales, nor the multi-block
+    rows)."""
+    return not spec.scaled and spec.a_type not in ("f32", "xf32", "f64") and spec.blocks == 1
 
 
 def tiling(spec, model, popts: PallasOptions):
