@@ -123,8 +123,6 @@ def _specs():
     from jwmma.isa.table import lookup
 
     for name, spec in jwmma.BUILTINS.items():
-        if spec.c_type == "f64":  # the data classes are the narrow formats' (crosscheck_data); the f64 GEMM on
-            continue  # both paths is checked against a plain-Python FMA chain by tests/test_mfma_f64.py
         if spec.scaled:  # one label per format pair of `data.SCALED_PAIRS` ('name@f14': fmt_a 1, fmt_b 4)
             for fa, fb in data.SCALED_PAIRS:
                 yield f"{name}@f{fa}{fb}", lookup(name, None, (fa, fb))
@@ -231,7 +229,7 @@ def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, ta
 # ------------------------------------------------------------------------------ running
 def _bits(x) -> np.ndarray:
     x = np.asarray(x)
-    return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[x.dtype.itemsize])
+    return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
 
 
 def _digest(*arrays) -> str:
@@ -384,7 +382,8 @@ def _run(key: Key):
 
 
 # ------------------------------------------------------------------------------ comparing
-_NAN = {"f32": (0x7F800000, 0x007FFFFF), "f16": (0x7C00, 0x03FF), "bf16": (0x7F80, 0x007F)}
+_NAN = {"f32": (0x7F800000, 0x007FFFFF), "f16": (0x7C00, 0x03FF), "bf16": (0x7F80, 0x007F),
+        "f64": (0x7FF0000000000000, 0x000FFFFFFFFFFFFF)}
 
 
 def _nan(bits, kind):

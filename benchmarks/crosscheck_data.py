@@ -395,6 +395,8 @@ def gemm_shape(spec) -> tuple:
 
 
 def _values(spec, codes_a, codes_b, codes_c):
+    if spec.c_type == "f64":  # made as float64 values (`_f64_class`)
+        return codes_a, codes_b, codes_c
     if spec.integer:
         _, _, da, db = _int_ranges(spec)
         return (np.asarray(codes_a).astype(da), np.asarray(codes_b).astype(db),
@@ -403,10 +405,44 @@ def _values(spec, codes_a, codes_b, codes_c):
     return fa.view(codes_a), fb.view(codes_b), fc.view(codes_c)
 
 
+def _f64_class(rng, cls, m, n, k):
+    """(a, b, c) float64 values of one class for the f64 MFMA (built with numpy, whose float64
+    arithmetic keeps subnormals): normal; wide (exponents over the whole range: products that
+    underflow to subnormals or overflow, C as wide); ties (C = 2**53 and 2**54 with products of
+    1, 3 and 2**-53 multiples: sums exactly halfway between doubles, both RNE directions);
+    specials (NaN, Inf, -0 rows and columns, subnormals)."""
+    def normal(shape):
+        return rng.standard_normal(shape) * np.ldexp(1.0, rng.integers(-8, 9, shape))
+
+    if cls == "normal":
+        return normal((m, k)), normal((k, n)), normal((m, n))
+    if cls == "wide":
+        def wide(shape, lo, hi):
+            return np.ldexp(rng.uniform(1, 2, shape) * rng.choice([-1.0, 1.0], shape), rng.integers(lo, hi, shape))
+        return wide((m, k), -560, 520), wide((k, n), -560, 520), wide((m, n), -1074, 1023)
+    if cls == "ties":
+        a = rng.choice(np.array([1.0, -1.0, 3.0, 0.5, 1 + 2.0**-52]), (m, k))
+        b = rng.choice(np.array([1.0, 2.0**-53, -2.0**-53, 0.5, 2.0**-52]), (k, n))
+        c = rng.choice(np.array([2.0**53, -2.0**53, 2.0**54, 1.0, 2.0**53 + 2]), (m, n))
+        return a, b, c
+    a, b, c = normal((m, k)), normal((k, n)), normal((m, n))  # specials
+    for x, p in ((a, 2.0 / k), (b, 2.0 / k), (c, 0.1)):
+        pick = rng.random(x.shape)
+        x[pick < p / 3] = np.nan
+        x[(pick >= p / 3) & (pick < 2 * p / 3)] = np.inf * rng.choice([-1.0, 1.0])
+        x[(pick >= 2 * p / 3) & (pick < p)] = np.ldexp(rng.uniform(1, 2), -1060)  # subnormal
+    a[1::7], b[:, 2::7] = -0.0, -0.0
+    c[1::7] = np.where(rng.random((len(c[1::7]), n)) < 0.5, -0.0, c[1::7])
+    b[:, 4::5] = np.abs(b[:, 4::5])
+    return a, b, c
+
+
 def _class_operands(spec, cls, rng, batch, m, n, k, sparse):
     out = []
     for _ in range(int(np.prod(batch, dtype=np.int64))):
-        if spec.integer:
+        if spec.c_type == "f64":
+            out.append(_f64_class(rng, cls, m, n, k))
+        elif spec.integer:
             out.append(_int_class(rng, cls, spec, m, n, k, sparse))
         else:
             fa, fb, fc = _formats(spec)
