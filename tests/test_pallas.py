@@ -111,14 +111,13 @@ DENSE_CORE = [
     ("wmma_bf16_16x16x16_bf16_w32_gfx12", None, {}),  # gfx12_dot4, per-step bf16 truncation
     ("wmma_f32_16x16x16_fp8_bf8_w32_gfx12", None, {}),  # gfx12_dot4, one grid per step
     ("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", {}),  # fused groups, 3-D kernel
-    ("wmma_f32_16x16x16_bf16_w32_gfx12", "exact", {}),
     ("wmma_f16_16x16x16_f16_w32_gfx12", "fma_chain_k", {}),
     ("wmma_i32_16x16x32_iu4_w32_gfx12", None, dict(clamp=True)),  # staged: c < 16, then the rest
     ("wmma_i32_16x16x16_iu8_w32_gfx12", "exact", dict(clamp=True)),
     ("mfma_f32_16x16x32_bf8_fp8", None, {}),  # gfx942 FNUZ, fused groups of 16, dense A, 64 lanes
     ("mfma_f32_32x32x16_bf16", None, {}),  # gfx950 doubled K
     ("mfma_i32_16x16x32_i8", None, {}),  # the `long` operands
-    ("wmma_f32_16x16x16_bf16_w64", "exact", {}),  # RDNA3: wave64, A/B replicated in the registers
+    ("wmma_f32_16x16x16_bf16_w64", "exact", {}),  # RDNA3: wave64, A/B replicated; the Exact kernel on bf16
     ("wmma_i32_16x16x16_iu4_w32", None, dict(clamp=True)),  # RDNA3: one final saturation
 ]
 DENSE_SLOW = [c for c in DENSE_ALL if c not in DENSE_CORE] + [
