@@ -112,6 +112,8 @@ def test_modifiers_name_their_rule(name):
         fn(*_zeros(spec), 0, 0, 8, target="gfx950")
     with pytest.raises(ValueError, match="not a model for the f64 MFMA"):
         fn(*_zeros(spec), model="exact")
+    with pytest.raises(ValueError, match="MI100 \\(gfx908\\), which has no f64 MFMA"):
+        fn(*_zeros(spec), model="cdna1")
     with pytest.raises(ValueError, match="Unit does not drive the (f64|multi-block)"):
         jwmma.Unit(name)
 

@@ -372,7 +372,10 @@ class CDNA1(IEEEAsFMAChain, Exact):
         return 2 if BF16 in (ctx.a, ctx.b) else 4
 
     def check(self, ctx: Context):
-        if not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a:  # the FMA chain (f32 and f64 MFMA)
+        if F64 in (ctx.a, ctx.b):  # MMA-Sim's CDNA1 list has no f64 instruction
+            return (f"{self.describe()} models MI100 (gfx908), which has no f64 MFMA (LLVM selects the f64 rows on "
+                    f"gfx90a and later); use CDNA2() or CDNA3() (presets cdna2, cdna3) or FMAChain()")
+        if not ctx.integer and ctx.a == F32 and ctx.b == ctx.a:  # the FMA chain (f32 MFMA)
             why = Model.check(self, ctx)
             if why is None and self != CDNA1():
                 return (f"{self.describe()}: on {ctx.a.name} operands CDNA1 is MMA-Sim's FMA chain, which has no group "
