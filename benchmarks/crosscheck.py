@@ -397,6 +397,8 @@ def compare(got, ref, kind: str, payloads: bool):
     if got is None or ref is None or got.shape != ref.shape or got.dtype != ref.dtype:
         n = (ref if ref is not None else got).shape
         return np.zeros(n, bool), 0
+    if kind == "f64" and got.dtype == np.uint32:  # f64 registers: two uint32 words a double, low word first
+        got, ref = (np.ascontiguousarray(x).view(np.uint64) for x in (got, ref))
     eq = got == ref
     if kind in _NAN:
         both = _nan(got, kind) & _nan(ref, kind)
