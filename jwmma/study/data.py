@@ -253,7 +253,10 @@ def resolve_format(fmt: str, target: str | None = None) -> tuple[str, BuiltinSpe
             f"{', '.join(FORMAT_ALIASES)}), or a float builtin of jwmma.BUILTINS"
         ) from None
     spec = lookup(fmt, target)
-    if spec.integer or spec.a_type not in INPUT_FORMATS or spec.b_type not in INPUT_FORMATS:
-        raise ValueError(f"{spec.name} is not a floating-point builtin; the study needs one")
+    if spec.integer:
+        raise ValueError(f"{spec.name} is an integer builtin (exact sums); the study needs a floating-point one")
+    if spec.a_type not in INPUT_FORMATS or spec.b_type not in INPUT_FORMATS:
+        raise ValueError(f"{spec.name} takes {spec.a_type} x {spec.b_type}; the study measures errors against "
+                         f"float64 products, so it takes the narrower input formats ({', '.join(INPUT_FORMATS)})")
     label = spec.a_type if spec.a_type == spec.b_type else f"{spec.a_type}_{spec.b_type}"
     return label, spec
