@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F16, F32, F64, ZERO_EXP, decode
+from ..numerics.formats import BF16, F16, F64, ZERO_EXP, decode
 from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
 from . import fused_dots
 from .base import Context, Model, as_column
@@ -365,6 +365,7 @@ class CDNA1(IEEEAsFMAChain, Exact):
     signed_zero: bool = declare(Bool(), default=False)
 
     name = "cdna1"
+    chain_lacks = "has no group and no zero rule"
 
     def group_of(self, ctx: Context) -> int | None:
         if self.group is not None:
@@ -375,14 +376,8 @@ class CDNA1(IEEEAsFMAChain, Exact):
         if F64 in (ctx.a, ctx.b):  # MMA-Sim's CDNA1 list has no f64 instruction
             return (f"{self.describe()} models MI100 (gfx908), which has no f64 MFMA (LLVM selects the f64 rows on "
                     f"gfx90a and later); use CDNA2() or CDNA3() (presets cdna2, cdna3) or FMAChain()")
-        if not ctx.integer and ctx.a == F32 and ctx.b == ctx.a:  # the FMA chain (f32 MFMA)
-            why = Model.check(self, ctx)
-            if why is None and self != CDNA1():
-                return (f"{self.describe()}: on {ctx.a.name} operands CDNA1 is MMA-Sim's FMA chain, which has no group "
-                        f"and no zero rule; use CDNA1() (preset cdna1) or FMAChain()")
-            return why
-        why = super().check(ctx)
-        if why is None and not {ctx.a, ctx.b} <= {F16, BF16}:
+        why = super().check(ctx)  # f32: the FMA chain's rules (`IEEEAsFMAChain.check`)
+        if why is None and not self.on_chain(ctx) and not {ctx.a, ctx.b} <= {F16, BF16}:
             return (f"{self.describe()} models MI100's f32, f16 and bf16 MFMA; {ctx.a.name} x {ctx.b.name} is none of "
                     f"them (use Exact(group=...) for exact groups of other formats)")
         return why

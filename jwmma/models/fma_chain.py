@@ -198,6 +198,25 @@ class IEEEAsFMAChain:
     `FMAChain()`), every other format as the model it is mixed into. Put it first among the bases."""
 
     float64 = True
+    #: what the FMA chain lacks of the model's fields, for the message of a changed model on f32/f64
+    chain_lacks = "has none of its fields"
+
+    @staticmethod
+    def on_chain(ctx: Context) -> bool:
+        """Whether ``ctx``'s operands run as the FMA chain (f32 x f32 or f64 x f64)."""
+        return not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a
+
+    def check(self, ctx: Context):
+        """The chain's rules on f32/f64 operands (only the preset itself, whose fields it ignores),
+        the mixed-in model's elsewhere."""
+        if self.on_chain(ctx):
+            why = Model.check(self, ctx)
+            if why is None and self != type(self)():
+                arch = type(self).__name__
+                return (f"{self.describe()}: on {ctx.a.name} operands {arch} is MMA-Sim's FMA chain, which "
+                        f"{self.chain_lacks}; use {arch}() (preset {self.name}) or FMAChain()")
+            return why
+        return super().check(ctx)
 
     def instruction(self, ctx, a, pos, b, c, select, options):
         """The model's `instruction`; f32 and f64 operands: the FMA chain."""

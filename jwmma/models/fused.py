@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import F32, F64, decode, pow2_f32, value_exponent
+from ..numerics.formats import F32, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
 from . import fused_dots
 from .fma_chain import IEEEAsFMAChain
@@ -406,13 +406,5 @@ class CDNA3(IEEEAsFMAChain, FusedGroups):
     48-bit f32 product; the fused-group fields do not apply there)."""
 
     name = "cdna3"
-
-    def check(self, ctx: Context):
-        if not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a:  # the FMA chain (f32 and f64 MFMA)
-            why = Model.check(self, ctx)
-            if why is None and self != CDNA3():
-                return (f"{self.describe()}: on {ctx.a.name} operands CDNA3 is MMA-Sim's FMA chain, which has none "
-                        f"of the fused-group fields; use CDNA3() (preset cdna3) or FMAChain()")
-            return why
-        return super().check(ctx)
+    chain_lacks = "has none of the fused-group fields"  # its f32/f64 check: `IEEEAsFMAChain.check`
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ..numerics.formats import BF16, F16, F32, F64, decode
+from ..numerics.formats import BF16, F16, F32, decode
 from ..numerics.rounding import add_rn, pow2_f64, round_f64, value_f64
 from .base import Context, Model
 from .fields import Bool, Int, declare
@@ -106,16 +106,11 @@ class CDNA2(IEEEAsFMAChain, PairwiseTree):
     `FMAChain()`) for f32 operands. The preset ``"cdna2"`` is ``CDNA2()``."""
 
     name = "cdna2"
+    chain_lacks = "has none of the tree's fields"
 
     def check(self, ctx: Context):
-        if not ctx.integer and ctx.a in (F32, F64) and ctx.b == ctx.a:  # the FMA chain (f32 and f64 MFMA)
-            why = Model.check(self, ctx)
-            if why is None and self != CDNA2():
-                return (f"{self.describe()}: on {ctx.a.name} operands CDNA2 is MMA-Sim's FMA chain, which has none of the "
-                        f"tree's fields; use CDNA2() (preset cdna2) or FMAChain()")
-            return why
-        why = super().check(ctx)
-        if why is None and not {ctx.a, ctx.b} <= {F16, BF16}:
+        why = super().check(ctx)  # f32/f64: the FMA chain's rules (`IEEEAsFMAChain.check`)
+        if why is None and not self.on_chain(ctx) and not {ctx.a, ctx.b} <= {F16, BF16}:
             return (f"{self.describe()} models MI200's f32, f16 and bf16 MFMA; {ctx.a.name} x {ctx.b.name} is none of "
                     f"them (use PairwiseTree(...) for other formats)")
         return why
