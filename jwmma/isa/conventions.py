@@ -66,6 +66,15 @@ class Convention:
 
 
 _INDEX_KEY = Param("index_key", "index_key", 0)
+#: the MFMA builtins' HIP arguments (the multi-block, f64 and single-block forms alike)
+_MFMA_ARGS = (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0), Param("abid", "abid", 0),
+              Param("blgp", "blgp", 0))
+
+
+def _target(default: str) -> tuple:
+    """The ``target=`` keyword of builtins that run on several chips, with its default."""
+    return (Param("target", "target", default),)
+
 CONVENTIONS = MappingProxyType({c.name: c for c in (
     Convention("swmmac", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("index", "index")),
                (_INDEX_KEY,)),
@@ -78,52 +87,41 @@ CONVENTIONS = MappingProxyType({c.name: c for c in (
                           Param("cbsz", "cbsz", 0), Param("abid", "abid", 0))),
     Convention("smfmac_cdna3", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("idx", "index"),
                                 Param("cbsz", "cbsz", 0), Param("abid", "abid", 0)),
-               (Param("target", "target", "gfx942"),),
+               _target("gfx942"),
                "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
                "the code runs on; cbsz must be 0..3 and abid 0..sets-1."),
     Convention("wmma", (Param("a", "a"), Param("b", "b"), Param("c", "c"))),
     # dense CDNA MFMA (BUILTINS_DENSE.md 1, 3, 9): single-block forms take cbsz = abid = 0; blgp
     # swizzles B's lanes on the two f32 forms (and on gfx908/gfx90a on all) and must be 0 elsewhere
-    Convention("mfma_cdna3", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
-                              Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
-               (Param("target", "target", "gfx942"),),
+    Convention("mfma_cdna3", _MFMA_ARGS, _target("gfx942"),
                "target='gfx942' (MI300, default: FNUZ fp8/bf8) or 'gfx950' (OCP fp8/bf8) picks the chip "
                "the code runs on, and for the f32, f16 and bf16_1k forms also 'gfx90a' (MI200) and, but for "
                "bf16_1k, 'gfx908' (MI100), each with its own default arithmetic; cbsz and abid must be 0 "
                "(single-block); blgp 0..7 permutes B's lanes on the f32 forms, and on every form on "
                "gfx908/gfx90a, and must be 0 otherwise."),
     # the gfx908/gfx90a-only single-block forms (non-1k bf16, the old i8; BUILTINS_DENSE.md 9)
-    Convention("mfma_cdna12", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
-                               Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
-               (Param("target", "target", "gfx908"),),
+    Convention("mfma_cdna12", _MFMA_ARGS, _target("gfx908"),
                "target='gfx908' (MI100, default) or 'gfx90a' (MI200) picks the chip the code runs on, each with "
                "its own default arithmetic (LLVM selects these forms on no other chip); cbsz and abid must be 0 "
                "(single-block); blgp 0..7 permutes B's lanes."),
     # the multi-block forms (BUILTINS_DENSE.md 10): cbsz/abid broadcast one A block to 2**cbsz blocks
-    Convention("mfma_blocks", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
-                               Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
-               (Param("target", "target", "gfx942"),),
+    Convention("mfma_blocks", _MFMA_ARGS, _target("gfx942"),
                "target='gfx942' (MI300, default), 'gfx950', 'gfx90a' (MI200) or, but for bf16_1k, 'gfx908' "
                "(MI100) picks the chip the code runs on, each with its own default arithmetic; the blocks "
                "are independent products; cbsz 0..log2(blocks) and abid 0..2**cbsz-1 make block b read A "
                "of block 2**cbsz*(b // 2**cbsz) + abid; blgp 0..7 permutes B's lanes."),
-    Convention("mfma_blocks_cdna12", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
-                                      Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
-               (Param("target", "target", "gfx908"),),
+    Convention("mfma_blocks_cdna12", _MFMA_ARGS, _target("gfx908"),
                "target='gfx908' (MI100, default) or 'gfx90a' (MI200) picks the chip the code runs on, each with "
                "its own default arithmetic (LLVM selects these forms on no other chip); the blocks are "
                "independent products; cbsz 0..log2(blocks) and abid 0..2**cbsz-1 make block b read A of "
                "block 2**cbsz*(b // 2**cbsz) + abid; blgp 0..7 permutes B's lanes."),
     # the f64 MFMA (BUILTINS_DENSE.md 11): registers are `double`s as two uint32 words each
-    Convention("mfma_f64", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
-                            Param("abid", "abid", 0), Param("blgp", "blgp", 0)),
-               (Param("target", "target", "gfx942"),),
+    Convention("mfma_f64", _MFMA_ARGS, _target("gfx942"),
                "target='gfx942' (MI300, default), 'gfx950' or 'gfx90a' (MI200) picks the chip the code runs on; "
                "registers hold each double as two uint32 words, low word first; cbsz and abid must be 0 (the "
                "f64 MFMA have no CBSZ/ABID); blgp bits 0, 1, 2 negate A, B, C on gfx942/gfx950 (the instruction's "
                "neg:[a,b,c]) and must be 0 on gfx90a (no BLGP on CDNA2 f64)."),
-    Convention("mfma", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("cbsz", "cbsz", 0),
-                        Param("abid", "abid", 0), Param("blgp", "blgp", 0)), (),
+    Convention("mfma", _MFMA_ARGS, (),
                "cbsz, abid and blgp must be 0 (no source gives them a meaning on these forms)."),
     # gfx950 block-scaled MFMA (BUILTINS_DENSE.md 5): cbsz/blgp carry A's and B's formats
     Convention("mfma_scale", (Param("a", "a"), Param("b", "b"), Param("c", "c"), Param("fmt_a", "fmt_a", 0),
