@@ -66,11 +66,9 @@ def test_targets_are_the_calculators_chips():
     assert jwmma.BUILTINS["mfma_f32_16x16x16f16"].target == "gfx942"  # the default stays MI300
 
 
-@pytest.mark.parametrize("name,target", PAIRS)
-def test_layouts_and_blgp_equal_the_calculator(name, target):
-    """A, B, C, D: every (lane, element) -> (row, col) the calculator prints for that chip; every
-    B_blgp{v} entry is the row's B entry read from lane BLGP_LANES[v]; the modifiers the chip's
-    calculator accepts are the ones the row takes (blgp on all six, cbsz/abid on none)."""
+def _layouts_and_blgp(name, target):
+    """The row on ``target`` and its calculator record, after checking every A, B, C, D entry and
+    every B_blgp{v} entry (the row's B entry read from lane BLGP_LANES[v]) against the dump."""
     spec = lookup(name, target)
     _, v = _instruction(name, target)
     ops = v["operands"]
@@ -80,6 +78,15 @@ def test_layouts_and_blgp_equal_the_calculator(name, target):
     for blgp in range(1, 8):
         want = {tuple(x) for x in ops[f"B_blgp{blgp}"]["entries"]}
         assert {(int(BLGP_LANES[blgp][L]), e, k, j) for (L, e, k, j) in b} == want, blgp
+    return spec, v
+
+
+@pytest.mark.parametrize("name,target", PAIRS)
+def test_layouts_and_blgp_equal_the_calculator(name, target):
+    """A, B, C, D: every (lane, element) -> (row, col) the calculator prints for that chip; every
+    B_blgp{v} entry is the row's B entry read from lane BLGP_LANES[v]; the modifiers the chip's
+    calculator accepts are the ones the row takes (blgp on all six, cbsz/abid on none)."""
+    spec, v = _layouts_and_blgp(name, target)
     assert v["detail"]["BLGP bits supported"] == "True" and spec.blgp == "swizzle"
     assert v["detail"]["CBSZ and ABID bits supported"] == "False"
     assert any(p["command"].endswith("--cbsz 1") and not p["accepted"] for p in v["probes"])
@@ -376,15 +383,7 @@ def test_only_rows_run_on_the_two_chips():
 def test_only_rows_layouts_and_blgp_equal_the_calculator(name, target):
     """Every A, B, C, D and B_blgp1..7 entry of the chip's calculator dump; blgp supported,
     cbsz/abid not. Registers: one VGPR of A and of B per lane (2 bf16, `V2s`; 4 i8, `int`)."""
-    spec = lookup(name, target)
-    _, v = _instruction(name, target)
-    ops = v["operands"]
-    for key, layout in (("A", spec.a_layout), ("B", spec.b_layout), ("C", spec.c_layout), ("D", spec.c_layout)):
-        assert _entries(layout) == {tuple(x) for x in ops[key]["entries"]}, key
-    b = _entries(spec.b_layout)
-    for blgp in range(1, 8):
-        want = {tuple(x) for x in ops[f"B_blgp{blgp}"]["entries"]}
-        assert {(int(BLGP_LANES[blgp][L]), e, k, j) for (L, e, k, j) in b} == want, blgp
+    spec, v = _layouts_and_blgp(name, target)
     assert v["detail"]["BLGP bits supported"] == "True" and v["detail"]["CBSZ and ABID bits supported"] == "False"
     assert spec.a.n == spec.b.n == 1 if spec.integer else spec.a.n == spec.b.n == 2
     assert spec.a.storage.hip == ("int" if spec.integer else "short")

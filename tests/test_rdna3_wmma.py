@@ -22,6 +22,7 @@ import pytest
 
 import jwmma
 from oracles import ref_gfx11
+from oracles.gfx11_codes import random_codes as _codes
 
 DATA = Path(__file__).parent / "data"
 CALC = json.loads((DATA / "rdna3_wmma_calculator.json").read_text())
@@ -134,20 +135,6 @@ def test_wmma_capture_through_gemm(path):
 
 
 # ------------------------------------------------------------------------ adversarial data
-def _codes(rng, fmt, shape):
-    """16-bit codes: mostly ordinary values, with zeros of both signs, subnormals, Inf, NaN."""
-    fb, bias, emask = ref_gfx11.FORMATS[fmt]
-    field = rng.integers(bias - 6, bias + 6, shape)
-    field = np.where(rng.random(shape) < 0.1, 0, field)
-    special = rng.random(shape)
-    field = np.where(special < 0.004, emask, field)
-    frac = rng.integers(0, 1 << fb, shape)
-    frac = np.where((field == emask) & (special < 0.002), 0, frac)
-    frac = np.where(rng.random(shape) < 0.05, 0, frac)
-    sign = rng.integers(0, 2, shape)
-    return ((sign << 15) | (field << fb) | frac).astype(np.uint16)
-
-
 def _c_codes(rng, shape):
     e = rng.integers(120, 135, shape)
     e = np.where(rng.random(shape) < 0.05, 0, e)

@@ -29,6 +29,7 @@ import pytest
 
 import jwmma
 from oracles import ref_gfx11
+from oracles.gfx11_codes import random_codes as _codes
 
 DATA = Path(__file__).parent / "data"
 CALC = json.loads((DATA / "rdna3_wmma_calculator.json").read_text())
@@ -88,20 +89,6 @@ def test_pack_c_puts_each_value_where_the_calculator_says(name):
 
 
 # ------------------------------------------------------------------------ the oracle
-def _codes(rng, fmt, shape, spread=6):
-    """16-bit codes: mostly ordinary values, with zeros of both signs, subnormals, Inf, NaN."""
-    fb, bias, emask = ref_gfx11.FORMATS[fmt]
-    field = rng.integers(bias - spread, bias + spread, shape)
-    field = np.where(rng.random(shape) < 0.1, 0, field)
-    special = rng.random(shape)
-    field = np.where(special < 0.004, emask, field)
-    frac = rng.integers(0, 1 << fb, shape)
-    frac = np.where((field == emask) & (special < 0.002), 0, frac)
-    frac = np.where(rng.random(shape) < 0.05, 0, frac)
-    sign = rng.integers(0, 2, shape)
-    return ((sign << 15) | (field << fb) | frac).astype(np.uint16)
-
-
 def _c_codes(rng, fmt, shape):
     """16-bit C codes around the products' scale, with subnormal and overflowing-size C, NaN
     payloads and Inf (a wide exponent spread so that overflow to Inf and underflow happen)."""
