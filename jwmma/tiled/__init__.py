@@ -201,7 +201,7 @@ def gemm(
     if (cbsz, abid) != (0, 0):  # a multi-block row's output tiles are its blocks: no A broadcast
         spec.require_single_block("jwmma.gemm with cbsz/abid")
     if spec.scaled:  # elements and their block scales as one word each (`operands.scaled_words`)
-        a, b = operands.scaled_words(spec, a, b, scale_a, scale_b)
+        a, b = operands.scaled_words(spec, a, b, scale_a, scale_b, check)
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     prune = check_static_bool(prune, "prune")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..engine.fragments import check_value_input, format_code, scale_codes, storage_bits, to_codes
 from ..engine.sparsity import check_2_4, compress_groups, prune_2_4, prune_bits
-from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values
+from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values, fail_if, is_concrete
 from ..isa.table import SCALE_FORMATS, BuiltinSpec, lookup
 from ..isa.types import element_type
 
@@ -100,14 +100,41 @@ def scaled_spec(spec: BuiltinSpec, a, b, scale_a, scale_b, fmt_a, fmt_b) -> Buil
     return lookup(spec.name, spec.target, tuple(codes))
 
 
-def scaled_words(spec: BuiltinSpec, a, b, scale_a, scale_b):
+def _one_scale_per_block(spec: BuiltinSpec, what: str, x, check: bool):
+    """uint16 words given as they are, each carrying its block's scale: the hardware holds one
+    E8M0 scale per row of A (column of B) and 32-K block, and the Pallas kernel reads a block's
+    scale from its first element. Concrete words whose scales differ within a block raise, as
+    traced ones do with ``check=True``; unchecked traced words take their block's first scale
+    (so that every backend reads them alike)."""
+    axis = x.ndim - 1 if what == "a" else x.ndim - 2
+    first_of_block = (np.arange(x.shape[axis]) // spec.scale_block) * spec.scale_block
+    xp = np if isinstance(x, np.ndarray) else jnp
+    scales = x >> 8
+    first = xp.take(scales, first_of_block, axis=axis)
+    line = "row" if what == "a" else "column"
+
+    def describe(count, where, value, block_scale):
+        return (f"{what} holds uint16 words (code | scale << 8) whose scales differ within a {spec.scale_block}-K "
+                f"block: {what}[{', '.join(map(str, where))}] carries scale {value}, its block's first element "
+                f"{block_scale} ({count} word(s)); the hardware holds one E8M0 scale per {line} and block of "
+                f"{spec.scale_block} K: give every word of a block its block's scale, or pass element codes and "
+                f"scale_{what}=")
+
+    if is_concrete(x) or check:
+        fail_if(scales != first, describe, scales, first)
+    if is_concrete(x):
+        return x
+    return (x & 0xFF) | (first << 8)
+
+
+def scaled_words(spec: BuiltinSpec, a, b, scale_a, scale_b, check: bool = False):
     """A block-scaled GEMM's A (*batch, M, K) and B (*batch, K, N) as uint16 words
     ``element code | E8M0 scale << 8`` (`jwmma.engine.step.split_scaled`): every element
     carries its row's (column's) scale of its 32-K block, so padding, slicing and the K steps
     keep them together (a zero pad is the value 0). Scales: A's (*batch, M, ceil(K/32)), B's
     (*batch, ceil(K/32), N), None for 127 (factor 1); checked here, shapes and codes. An
-    operand given as uint16 words already (the study's form) is taken as it is. (The words are
-    the GEMM's own: one scale per 32-K block is the caller's promise there.)"""
+    operand given as uint16 words already (the study's form) is taken as it is, each block's
+    words carrying one scale (`_one_scale_per_block`; ``check``: also for traced words)."""
     a, b = as_array(a, "a"), as_array(b, "b")
     out = []
     for what, x, scale, fmt in (("a", a, scale_a, spec.a_format), ("b", b, scale_b, spec.b_format)):
@@ -118,7 +145,7 @@ def scaled_words(spec: BuiltinSpec, a, b, scale_a, scale_b):
                 raise ValueError(f"{what} holds uint16 words (code | scale << 8), which carry their scales: "
                                  f"scale_{what} must be None")
             check_values(x & 0xFF, 0, (1 << fmt.bits) - 1, f"{what}'s element codes (low bytes)", False)
-            out.append(x)
+            out.append(_one_scale_per_block(spec, what, x, check))
             continue
         if np.dtype(x.dtype) == np.dtype(np.uint8):
             check_values(x, 0, (1 << fmt.bits) - 1, what, False)

@@ -31,6 +31,7 @@ from ...models.fma_chain import FMAChain
 from ...models.fused import FusedGroups
 from ...models.gfx12 import Gfx12Dot4
 from ...models.integer import IntegerDot
+from ...models.scaled import BlockScaled
 
 # the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
 # `import jwmma` and the XLA backend do not pay for it
@@ -87,6 +88,9 @@ AUTO = {
     ("fma_chain", False): True,
     ("integer", True): False,  # bit-exact, not timed at scale
     ("integer", False): False,
+    # the block-scaled rows (every operand format has at most 8 bits): the fused 8-bit kernel's
+    # group sums, where the XLA path ran 7.5x the fp8 MFMA's time (RESULTS.md)
+    ("scaled", True): True,
 }
 
 #: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
@@ -97,6 +101,7 @@ TILES = {
     ("fused", "8bit"): (8, 64, 2),  # 6.5e11 at 4096 x 4096 x 8192 (16 x 64 x 4: 4.1e11)
     ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
     ("gfx12", "f16"): (16, 64, 4),  # 5.0e11 (32 x 64 x 4: 4.8e11)
+    ("scaled", "8bit"): (8, 64, 2),  # the fused 8-bit tile (its group sums are the fused kernel's)
 }
 
 
@@ -111,7 +116,7 @@ def family(model) -> str | None:
     if isinstance(model, Exact) and model != Exact():
         return None
     for cls, name in ((FusedGroups, "fused"), (Gfx12Dot4, "gfx12"), (Exact, "exact"), (FMAChain, "fma_chain"),
-                      (IntegerDot, "integer")):
+                      (IntegerDot, "integer"), (BlockScaled, "scaled")):
         if isinstance(model, cls):
             return name
     return None
@@ -128,23 +133,29 @@ def kernel_for(spec, model, options) -> bool:
             return False
         raise ValueError("backend='pallas': this JAX has no Pallas Triton backend (removed after its deprecation "
                          "in JAX 0.11), which jwmma's kernels lower to; use backend='xla' or 'auto' (the same bits)")
-    fam = family(model) if _decodes(spec) else None
-    if fam is None:
+    fam = family(model) if _decodes(spec) or spec.scaled else None
+    why = None
+    if fam == "scaled":  # BlockScaled: its default arithmetic only (`scaled.applies`)
+        from . import scaled
+
+        why = scaled.applies(spec, model, context(spec, False))
+    if fam is None or why:
         if options.pallas.auto:
             return False
-        what = (f"model {model.describe()} (families: FusedGroups/CDNA3, Gfx12Dot4, Exact, FMAChain, IntegerDot)"
-                if _decodes(spec) else f"{spec.name} ({spec.a_type} operands{', block scales' if spec.scaled else ''})")
-        raise ValueError(f"backend='pallas' has no kernel for {what}; use backend='xla' or 'auto'")
+        what = (f"model {model.describe()} (families: FusedGroups/CDNA3, Gfx12Dot4, Exact, FMAChain, IntegerDot, "
+                f"BlockScaled)" if _decodes(spec) or spec.scaled else f"{spec.name} ({spec.a_type} operands)")
+        raise ValueError(f"backend='pallas' has no kernel for {what}{': ' + why if why else ''}; use backend='xla' "
+                         f"or 'auto'")
     if options.pallas.auto:
         return AUTO.get((fam, spec.integer or spec.a_format.bits <= 8), False)
     return True
 
 
 def _decodes(spec) -> bool:
-    """Whether the kernels read this row's operands: 16-bit and narrower floats and integers
-    (not the f32/xf32 MFMA, whose operands are 32-bit registers the unit reads otherwise, nor
-    the f64 MFMA, nor the block-scaled rows, whose operands carry scales, nor the multi-block
-    rows)."""
+    """Whether the unscaled kernels read this row's operands: 16-bit and narrower floats and
+    integers (not the f32/xf32 MFMA, whose operands are 32-bit registers the unit reads
+    otherwise, nor the f64 MFMA, nor the multi-block rows; the block-scaled rows, whose
+    operands carry scales, have a kernel of their own)."""
     return not spec.scaled and spec.a_type not in ("f32", "xf32", "f64") and spec.blocks == 1
 
 
@@ -168,7 +179,7 @@ def tiling(spec, model, popts: PallasOptions):
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):
     """The `driver.Kernel` of ``model`` on ``spec`` for a `driver.Tiling` (None: the
     defaults); ValueError if the family has none."""
-    from . import exact, fma_chain, fused, gfx12, integer
+    from . import exact, fma_chain, fused, gfx12, integer, scaled
     from .driver import Tiling
 
     tiling = Tiling() if tiling is None else tiling
@@ -185,6 +196,8 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
         kern = fma_chain.make_step(spec, model, ctx)
     elif fam == "integer":
         kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
+    elif fam == "scaled":
+        kern = scaled.make_step(spec, model, ctx)
     else:
         raise ValueError(f"no Pallas kernel for model {model.describe()}")
     # dense builtins: the driver reads dense A and B as the XLA step does (driver module doc)
