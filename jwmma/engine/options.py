@@ -99,6 +99,10 @@ class Options:
     compile_effort: how hard XLA optimises the program (`jwmma.engine.effort`): 'full' (XLA's
         defaults), 'fast' (on CPUs: compiles 2-4x faster, runs 10-20x slower) or 'auto' (fast
         for a call of at most 2**22 products, weighted by the model, where the run costs less than the compiling).
+    shape_buckets: eager GEMMs on the XLA path on one device run in the program of their
+        shape's bucket (power-of-two M, N, K; `jwmma.tiled.buckets`), so that a sweep over
+        shapes compiles a few programs instead of one per shape; only the GEMM's own blocks
+        and K steps run. False: one program per shape.
     """
 
     backend: str = "auto"
@@ -109,6 +113,7 @@ class Options:
     platform: str | None = None
     pallas: PallasOptions = PallasOptions()
     compile_effort: str = "auto"
+    shape_buckets: bool = True
 
     def __post_init__(self):
         if not isinstance(self.pallas, PallasOptions):
@@ -121,8 +126,9 @@ class Options:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
                 raise ValueError(f"{name} must be None or an int >= {lo}, got {v!r}")
-        if not isinstance(self.float_alignment, bool):
-            raise TypeError(f"float_alignment must be True or False, got {self.float_alignment!r}")
+        for name in ("float_alignment", "shape_buckets"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.compile_effort not in EFFORTS:
             raise ValueError(f"compile_effort must be one of {', '.join(map(repr, EFFORTS))}, got "
                              f"{self.compile_effort!r}")

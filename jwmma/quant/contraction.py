@@ -36,7 +36,11 @@ from ..engine.sparsity import check_2_4, compress_groups, prune_2_4
 from ..engine.validation import is_concrete
 from ..numerics.formats import F32, format_of
 from ..numerics.rounding import round_f64, x64_scope
-from ..tiled import gemm
+from .. import models
+from ..backends import pallas
+from ..engine.options import resolve as resolve_options
+from ..engine.step import context
+from ..tiled import buckets, gemm, gemm_extent
 from . import scaling as sc
 from .arguments import is_float, result_dtype
 from .dimensions import canonical_operands
@@ -261,4 +265,57 @@ def contract(unit: Unit, lhs, rhs, dims, out_dtype, *, a_what: str | None = None
     if 0 in lhs_c.shape + rhs_c.shape:  # no product: zeros (K = 0) or an empty result
         like = jnp.zeros((0,), out_dtype)
         return jnp.reshape(_empty(jnp.asarray(lhs_c), jnp.asarray(rhs_c), like), out_shape)
+    bucket = _bucket(unit, lhs_c, rhs_c)
+    if bucket is not None:  # an eager contraction of a few shapes: its bucket's program, cut on the host
+        lhs_p, rhs_p, (n, m, _) = bucket
+        with x64_scope():
+            y = _forward_bucket(_forward_unit(unit), np.dtype(out_dtype), lhs_p, rhs_p, bucket[2])
+        return jax.device_put(np.ascontiguousarray(np.asarray(y)[..., :n, :m].reshape(out_shape)))
     return jnp.reshape(_core(unit, np.dtype(out_dtype))(lhs_c, rhs_c), out_shape)
+
+
+# ------------------------------------------------------------------------------ shape buckets
+def _bucket(unit: Unit, lhs_c, rhs_c):
+    """``(lhs_p, rhs_p, extent)``: concrete canonical operands (G, N, K), (G, K, M) zero-padded
+    on the host to the bucket of their GEMM (`jwmma.tiled.buckets`) and the int32 (N, M, K) they
+    came from, when the unit's GEMM runs on the XLA path on one device with buckets on; None
+    otherwise (traced operands: a gradient or the user's jit)."""
+    opts = resolve_options(unit.options, unit.backend)
+    spec = unit.spec
+    if not opts.shape_buckets or unit.devices is not None or unit.mesh is not None or spec.c_type == "f64":
+        return None
+    if not (is_concrete(lhs_c) and is_concrete(rhs_c)):
+        return None
+    if pallas.kernel_for(spec, models.resolve(unit.model, context(spec, False), spec.default_model), opts):
+        return None
+    n, k, m = lhs_c.shape[-2], lhs_c.shape[-1], rhs_c.shape[-1]
+    gm, gn = (m, n) if unit.a == "rhs" else (n, m)  # the GEMM's M and N (module doc, step 2)
+    bm, bn, bk = buckets.capacity(spec, gm, gn, k)
+    bn_c, bm_c = (bn, bm) if unit.a == "rhs" else (bm, bn)
+    g = int(np.prod(np.broadcast_shapes(lhs_c.shape[:-2], rhs_c.shape[:-2]), dtype=np.int64))
+    if g * bm * bn * bk > buckets.MAX_PRODUCTS:
+        return None
+    lhs_p = buckets.pad_bits(lhs_c, {-2: bn_c, -1: bk})
+    rhs_p = buckets.pad_bits(rhs_c, {-2: bk, -1: bm_c})
+    return lhs_p, rhs_p, np.asarray([n, m, k], np.int32)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))  # one program per unit, result dtype and bucket
+def _forward_bucket(unit: Unit, out_dtype, lhs_c, rhs_c, extent):
+    """`_forward`'s result, in ``out_dtype``, of canonical operands zero-padded to a bucket from
+    an (N, M, K) = ``extent`` contraction: zeros change no row or column factor, no MX block
+    scale and no 2:4 choice of the extent's values, and the GEMM computes only the extent
+    (`jwmma.tiled.gemm_extent`). Returns (G, Nb, Mb); the values past the extent are not
+    defined. Called inside `x64_scope()`."""
+    swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
+    a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
+    qa, qb = quantise_gemm_operands(a_in, b_in, unit)
+    a_gemm, b_gemm = (_compressed(qa.values), _pad_k(qb.values, -2)) if unit.prune and not unit.spec.dense else \
+        (qa.values, qb.values)
+    scales = dict(scale_a=qa.scales, scale_b=qb.scales) if unit.scaling == "mx" else {}
+    gemm_extent_ = extent[jnp.asarray([1, 0, 2])] if unit.a == "rhs" else extent
+    d = gemm_extent(a_gemm, b_gemm, None, gemm_extent_, **unit.gemm_keywords(), **scales)
+    unscaled = unit.scaling in ("none", "mx")
+    y = d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
+        sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
+    return _convert(swap(y) if unit.a == "rhs" else y, out_dtype)

@@ -26,12 +26,12 @@ from ..numerics.rounding import x64_scope
 from ..backends import pallas
 from ..keywords import strict_keywords
 from ..version import __version__
-from . import operands, paths, plan, processes, sharding
+from . import buckets, operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
 from .sharding import Plan
 
-__all__ = ["gemm", "emulate_padded", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
-           "plan", "processes", "sharding"]
+__all__ = ["gemm", "gemm_extent", "emulate_padded", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
+           "plan", "processes", "sharding", "buckets"]
 
 PATHS = ("matrix", "registers")
 
@@ -197,6 +197,24 @@ def gemm(
     first (`jwmma.tiled.processes.agree`), and a mismatch raises ValueError on every process.
     ``devices='local'`` uses this process's devices only (independent work per process).
     """
+    return _gemm(a, b, c, None, builtin=builtin, model=model, path=path, prune=prune, a_neg=a_neg, b_neg=b_neg, clamp=clamp, cbsz=cbsz, abid=abid, index_key=index_key, target=target, mesh=mesh, mesh_axes=mesh_axes, devices=devices, options=options, backend=backend, check=check, scale_a=scale_a, scale_b=scale_b, fmt_a=fmt_a, fmt_b=fmt_b)
+
+
+def gemm_extent(a, b, c, extent, **keywords):
+    """`gemm` of operands zero-padded to a bucket (`jwmma.tiled.buckets`) from a GEMM of
+    ``extent``: int32 (3,) (m, n, k), which may be traced; one program per bucket. The caller
+    (`buckets`) pads A, B and C on their bits to tile-multiple M, N and K, picks the XLA path on
+    one device and cuts D back to the extent. Keywords: `gemm`'s.
+
+    Returns:
+        (*batch, M, N) of the bucket; the outputs past the extent are zero.
+    """
+    return _gemm(a, b, c, extent, **keywords)
+
+
+def _gemm(a, b, c, extent, *, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, path="matrix", prune=False,
+          a_neg=None, b_neg=None, clamp=None, cbsz=0, abid=0, index_key=0, target=None, mesh=None, mesh_axes=None,
+          devices=None, options=None, backend=None, check=False, scale_a=None, scale_b=None, fmt_a=None, fmt_b=None):
     spec = operands.scaled_spec(lookup(builtin, target), a, b, scale_a, scale_b, fmt_a, fmt_b)
     if (cbsz, abid) != (0, 0):  # a multi-block row's output tiles are its blocks: no A broadcast
         spec.require_single_block("jwmma.gemm with cbsz/abid")
@@ -222,17 +240,28 @@ def gemm(
         a, b, c = dist.place(a, b, c)
 
     signed = (a_signed, b_signed) if spec.integer else (None, None)
-    if dist is None and not (path == "matrix" and pallas.kernel_for(spec, m_obj, opts)):
+    xla_here = dist is None and not (path == "matrix" and pallas.kernel_for(spec, m_obj, opts))
+    if extent is not None and not xla_here:  # `buckets` decides before it pads
+        raise ValueError(f"a bucketed GEMM runs on the XLA path on one device ({spec.name})")  # jwmma's own misuse
+    if xla_here:
+        # an eager GEMM of a few shapes: its bucket's program (`buckets`); checked as padded
+        bucket = buckets.pad_inputs(spec, opts, a, b, c) if extent is None else None
+        if bucket is not None:
+            a, b, c, extent = bucket
         ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
         if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
             return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
-        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
-                      (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, ins.form, (ins.m, ins.n, ins.k, ins.batch),
+        form = ins.form if extent is None else dataclasses.replace(ins.form, k4=ins.k)  # one program per bucket
+        real = (ins.m, ins.n, ins.k) if bucket is None else tuple(int(x) for x in bucket[3])
+        opts = settle(opts, _products(spec, ins.batch, *real), m_obj,
+                      (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, form, (ins.m, ins.n, ins.k, ins.batch),
                        shapes_key(ins.a, ins.pos, ins.b, ins.c)))
         with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
             d = paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
                                 a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
-                                form=ins.form, dims=(ins.m, ins.n, ins.k, ins.batch))
+                                form=form, dims=(ins.m, ins.n, ins.k, ins.batch), extent=extent)
+        if bucket is not None:  # cut on the host: no program per shape
+            d = jax.device_put(np.ascontiguousarray(np.asarray(d)[..., : real[0], : real[1]]))
         return _float64_out(spec, d)
     ops = operands.codes(spec, a, b, c, prune=prune, check=check, signed=signed)
     if ops.m == 0 or ops.n == 0 or ops.k == 0 or 0 in ops.batch:  # no instruction issued: D = C
@@ -247,9 +276,11 @@ def gemm(
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
     padded = operands.pad_codes(ops, rows, cols, -(-ops.k // spec.k) * spec.k)
 
+    # an eager GEMM on one device lowers its kernel inside x64_scope (`emulate_padded`): int64 loops
+    eager = dist is None and not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((a, b, c)))
     kernel = functools.partial(
         paths.matrix_path if path == "matrix" else paths.register_path, spec=spec, model=m_obj, options=opts,
-        a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({} if path == "matrix" else {"s": s}),
+        a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({"wide_loops": eager} if path == "matrix" else {"s": s}),
     )
     with pallas.quiet_triton():  # the kernels lower here (JAX 0.11 deprecates their backend)
         d = emulate_padded(kernel, *padded, shape=(ops.m, ops.n), plan=dist)

@@ -120,3 +120,53 @@ def _rows(kernel, prepare, finish, ops, lead, spec, model, ctx, options, m, n, m
         return lax.dynamic_update_slice_in_dim(out, d, start, len(lead))
 
     return lax.fori_loop(0, mp // rows, body, vary_like(jnp.zeros(lead + (m, n), out_dtype), *ops))
+
+
+#: columns of one block of `run_extent` (at most; a power of two, so that it divides a bucket's N)
+EXTENT_COLS = 256
+
+
+def run_extent(kernel, prepare, finish, operands, extent, *, spec: BuiltinSpec, model, ctx, options, batch: tuple,
+               m: int, n: int, out_dtype):
+    """D of a GEMM whose operands were zero-padded to a bucket's (M, N, K) (`jwmma.tiled.buckets`)
+    from a GEMM of ``extent`` (m, n, k): blocks of rows and columns, every GEMM of the batch at
+    once, and only the blocks that hold outputs of the extent run (a loop of traced length), so
+    one program serves every extent of the bucket at the cost of its own size. The outputs past
+    the extent stay zero.
+
+    Args:
+        kernel, prepare, finish: as `run_blocks`; ``prepare`` and ``finish`` also take the
+            block's column count as their last argument.
+        operands: (a, p, b, c) of the bucket's shape, batch dims broadcasting to ``batch``.
+        extent: int32 (3,) array (m, n, k), may be traced.
+        m, n: the bucket's rows and columns (tile multiples); out_dtype: D's dtype.
+    Returns:
+        (*batch, m, n) D of ``out_dtype``.
+    """
+    total = int(np.prod(batch, dtype=np.int64))
+    flat = [_flat(x, batch, total) for x in operands]
+    (a, p, b, c), shared = [f[0] for f in flat], [f[1] for f in flat]
+    lead = (total,) if batch else ()
+    cols = min(n, EXTENT_COLS)
+    while n % cols or cols % spec.n:  # a divisor of N and a multiple of the tile width
+        cols -= 1
+    rows = row_block(spec, model, ctx, options, m, cols, total)
+    extent = jnp.asarray(extent, jnp.int32)
+    row_blocks = (extent[0] + rows - 1) // rows
+    col_blocks = (extent[1] + cols - 1) // cols
+
+    def body(t, out):
+        t = t.astype(jnp.int32)  # one index type for the slices (the loop runs in x64_scope)
+        r0, c0 = (t // col_blocks) * rows, (t % col_blocks) * cols
+
+        def cut(x, start, size, axis):
+            return None if x is None else lax.dynamic_slice_in_dim(x, start, size, x.ndim + axis)
+
+        cb = cut(cut(c, r0, rows, -2), c0, cols, -1)
+        d = finish(kernel(*prepare(cut(a, r0, rows, -2), cut(p, r0, rows, -2), cut(b, c0, cols, -1), cb, rows,
+                                   lead, cols)), rows, cols)
+        start = (jnp.int32(0),) * len(lead) + (r0, c0)
+        return lax.dynamic_update_slice(out, d.astype(out_dtype), start)
+
+    out = lax.fori_loop(0, row_blocks * col_blocks, body, vary_like(jnp.zeros(lead + (m, n), out_dtype), *operands))
+    return out.reshape(batch + (m, n))

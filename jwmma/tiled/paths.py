@@ -35,7 +35,7 @@ from ..models.integer import dense_a, int_dot
 from ..isa.table import BuiltinSpec
 from ..varying import vary_like, vary_together
 from . import operands
-from .blocks import batch_chunk, row_block, run_blocks
+from .blocks import batch_chunk, row_block, run_blocks, run_extent
 
 __all__ = ["matrix_path", "register_path", "gemm_path", "by_row_blocks", "row_block", "batch_chunk", "matrix_tile", "tiles",
            "untile"]
@@ -107,8 +107,8 @@ def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
 _STATIC = ("spec", "model", "options", "a_signed", "b_signed", "clamp")
 
 
-@effort_jit(static_argnames=_STATIC)
-def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp):
+@effort_jit(static_argnames=_STATIC + ("wide_loops",))
+def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, wide_loops=False):
     """D codes of the tiled GEMM, instruction arithmetic on whole matrices.
 
     Args:
@@ -118,19 +118,35 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
         (*batch, Mp, Np) int32 D codes.
 
     ``options.backend == 'pallas'``: the model family's fused Pallas kernel computes the same
-    bits (`jwmma.backends.pallas`).
+    bits (`jwmma.backends.pallas`); ``wide_loops``: the call is lowered where it is traced,
+    inside `x64_scope` (an eager GEMM), so the kernel may count its K loop in int64.
     """
     a_codes, pos, b_codes, c = vary_together(a_codes, pos, b_codes, c)  # inside a user's shard_map
     if pallas.kernel_for(spec, model, options):
         return pallas.matrix_path(a_codes, pos, b_codes, c, spec=spec, model=model, options=options,
-                                  a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+                                  a_signed=a_signed, b_signed=b_signed, clamp=clamp, wide_loops=wide_loops)
 
     rows = functools.partial(_matrix_rows, spec=spec, model=model, options=options, a_signed=a_signed,
                              b_signed=b_signed, clamp=clamp)
     return by_row_blocks(rows, spec, model, context(spec, clamp), options)(a_codes, pos, b_codes, c)
 
 
-def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp):
+def _scan_steps(body, init, xs, steps):
+    """``lax.scan(body, init, xs)[0]`` over the K steps, or, with a traced ``steps``, only the
+    first ``steps`` of them (a GEMM padded to a bucket's depth: the steps past its own K are
+    skipped, never run on zeros, which would change -0 accumulators)."""
+    if steps is None:
+        return lax.scan(lambda acc, x: (body(acc, x), None), init, xs)[0]
+    n = jax.tree_util.tree_leaves(xs)[0].shape[0]
+
+    def guarded(acc, ix):
+        i, x = ix
+        return lax.cond(i < steps, lambda: body(acc, x), lambda: acc), None
+
+    return lax.scan(guarded, init, (jnp.arange(n, dtype=jnp.int32), xs))[0]
+
+
+def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, steps=None):
     if model.gemm_sum(context(spec, clamp)):  # order-free (wrapping integers): one product for all K steps
         return _gemm_sum(a_codes, pos, b_codes, c, spec=spec, a_signed=a_signed, b_signed=b_signed)
     tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
@@ -143,11 +159,10 @@ def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_
         a_t = tiles(a, tm, spec.kc)  # (..., TM, 1, tm, kc)
         p_t = tiles(p, tm, spec.kc)
         b_t = tiles(b, spec.k, tn)  # (..., 1, TN, k, tn)
-        d = step(spec, model, a_t, p_t, b_t, acc, options=options, a_signed=a_signed, b_signed=b_signed,
-                 clamp=clamp)
-        return d, None
+        return step(spec, model, a_t, p_t, b_t, acc, options=options, a_signed=a_signed, b_signed=b_signed,
+                    clamp=clamp)
 
-    return untile(lax.scan(body, tiles(c, tm, tn), (a_s, p_s, b_s))[0])
+    return untile(_scan_steps(body, tiles(c, tm, tn), (a_s, p_s, b_s), steps))
 
 
 def _gemm_sum(a_codes, pos, b_codes, c, *, spec, a_signed, b_signed):
@@ -195,7 +210,7 @@ def _unstack_blocks(x, blocks: int, tm: int, tn: int):
     return x.reshape(*lead, tm, tn, br // blocks, c)
 
 
-def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, s):
+def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, s, steps=None):
     a_s, p_s = _steps_a(a_codes, pos, spec.kc)
     b_s = _steps_b(b_codes, spec.k)
     c_t = tiles(c, spec.m, spec.n)  # (..., TM, TN, m, n)
@@ -221,15 +236,15 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
         # an opsel row (RDNA3 16-bit outputs) holds C in the low halves, opsel = 0
         d = run_registers(spec, model, a_regs, b_regs, regs(spec.c, fragments.c_words(spec, c_lanes)), idx, *scales,
                           s=s, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
-        return fragments.c_slots(spec, fragments.regs_to_codes(spec.c, d)), None
+        return fragments.c_slots(spec, fragments.regs_to_codes(spec.c, d))
 
-    c_lanes = lax.scan(body, c_lanes, (a_s, p_s, b_s))[0]
+    c_lanes = _scan_steps(body, c_lanes, (a_s, p_s, b_s), steps)
     d = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, c_lanes)
     return untile(_unstack_blocks(d, nb, tm, tn) if nb > 1 else d)
 
 
 @effort_jit(static_argnames=_STATIC + ("path", "s", "form", "dims"))
-def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, path, s, form, dims):
+def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, path, s, form, dims, extent=None):
     """D values of a whole GEMM from its checked operands as given (`operands.inputs`): the
     operands of each block are converted to codes and padded inside the bounded loop
     (`jwmma.tiled.blocks`), so no int32 copy of the batch is ever made (the same bits as
@@ -239,6 +254,10 @@ def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, 
         a, pos, b, c: `operands.Inputs` fields (pos, c may be None); spec, model, options,
             a_signed, b_signed, clamp: as `matrix_path`; path: 'matrix' or 'registers';
             s: the index set's bit offset; form: `operands.Form`; dims: (M, N, K, batch).
+        extent: None, or an int32 (3,) array (m, n, k) <= (M, N, K) (may be traced): the
+            operands are a bucket's (`jwmma.tiled.buckets`), zero-padded from a GEMM of that
+            extent, and only its blocks and K steps run (`blocks.run_extent`); dims must then
+            be tile multiples and the outputs past the extent are left zero.
     Returns:
         (*batch, M, N) D in the accumulator's dtype.
     """
@@ -248,19 +267,26 @@ def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, 
     a_cols = kp if form.a_form == "dense" else kp // 2
     words = operands.word_dtype(spec)
 
-    def prepare(a, p, b, c, rows, lead):
+    def prepare(a, p, b, c, rows, lead, cols=np_):
         a, p, b, c = operands.convert(form, a, p, b, c)
         a, p = operands.pad_a(a, p, rows, a_cols)
-        b = operands.pad_to(b, {-2: kp, -1: np_})
-        zeros = jnp.zeros((rows, np_), jnp.int64 if words == np.int64 else jnp.int32)  # f64: int64 bit patterns
-        c = vary_like(zeros, a) if c is None else operands.pad_to(c, {-2: rows, -1: np_})
+        b = operands.pad_to(b, {-2: kp, -1: cols})
+        zeros = jnp.zeros((rows, cols), jnp.int64 if words == np.int64 else jnp.int32)  # f64: int64 bit patterns
+        c = vary_like(zeros, a) if c is None else operands.pad_to(c, {-2: rows, -1: cols})
         return tuple(jnp.broadcast_to(x, lead + x.shape[-2:]) for x in (a, p, b, c))
 
-    def finish(d, rows):  # D stays bits inside the loop: float copies may not keep them (`_padded_bits`)
-        return d[..., :rows, :n].astype(words)
+    def finish(d, rows, cols=n):  # D stays bits inside the loop: float copies may not keep them (`_padded_bits`)
+        return d[..., :rows, :cols].astype(words)
 
     kw = dict(spec=spec, model=model, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+    if extent is not None:  # a bucket's operands: only the extent's K steps
+        kw["steps"] = (extent[2] + spec.k - 1) // spec.k
     kernel = functools.partial(_matrix_rows, **kw) if path == "matrix" else functools.partial(_register_rows, **kw, s=s)
-    d = run_blocks(kernel, prepare, finish, (a, pos, b, c), spec=spec, model=model, ctx=context(spec, clamp),
-                   options=options, batch=batch, m=m, n=n, mp=mp, np_=np_, out_dtype=words)
+    common = dict(spec=spec, model=model, ctx=context(spec, clamp), options=options, batch=batch, out_dtype=words)
+    if extent is not None:
+        if (m, n) != (mp, np_) or k != kp:
+            raise ValueError(f"a bucket's dims must be whole tiles, got {dims} for {spec.name}")  # jwmma's own misuse
+        d = run_extent(kernel, prepare, finish, (a, pos, b, c), extent, m=m, n=n, **common)
+    else:
+        d = run_blocks(kernel, prepare, finish, (a, pos, b, c), m=m, n=n, mp=mp, np_=np_, **common)
     return fragments.codes_to_values(spec.c_type, d)

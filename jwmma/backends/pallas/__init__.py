@@ -187,7 +187,7 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     fam = family(model)
     if fam == "fused":
         kern = fused.make_step(spec, model, ctx, reload=tiling.reload, float_combine=tiling.float_combine,
-                               vec3=tiling.vec3)
+                               vec3=tiling.vec3, wide_loops=tiling.wide_loops)
     elif fam == "gfx12":
         kern = gfx12.make_step(spec, model, ctx, float_round=tiling.float_round)
     elif fam == "exact":
@@ -204,16 +204,19 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     return kern._replace(dense=spec.dense)
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp"))
-def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True, b_signed=True, clamp=False):
+@functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp", "wide_loops"))
+def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True, b_signed=True, clamp=False,
+                wide_loops=False):
     """D codes of the GEMM (the contract and bits of `jwmma.tiled.paths.matrix_path`).
 
     a_codes, pos: (*batch, Mp, Kp/2) int32 (dense builtins: a_codes (*batch, Mp, Kp), pos
     not read); b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np) int32 accumulator bits (i32
-    values for integer builtins). Traced inside the caller's `x64_scope`. Returns
-    (*batch, Mp, Np) int32."""
+    values for integer builtins). Traced inside the caller's `x64_scope`; ``wide_loops``: it
+    is also lowered there (`driver.Tiling.wide_loops`). Returns (*batch, Mp, Np) int32."""
+    import dataclasses
+
     from .driver import run
 
-    t = tiling(spec, model, options.pallas)
+    t = dataclasses.replace(tiling(spec, model, options.pallas), wide_loops=wide_loops)
     kern = make_kernel(spec, model, a_signed=a_signed, b_signed=b_signed, clamp=clamp, tiling=t)
     return run(kern, a_codes, pos, b_codes, c, tiling=t)

@@ -56,6 +56,9 @@ class Tiling:
     float_combine: bool = False  # fused groups: combine with C in float64
     float_round: bool = False  # gfx12: f32 results by an int -> f32 conversion
     vec3: bool = False  # fused groups: 3-D (tm, blocks, tn) tensors and axis reductions
+    #: the kernel is lowered inside x64_scope, so its loops may count in int64 (`kernel_lib.fori`;
+    #: the families that run faster so say so in `Kernel.wide_loops`)
+    wide_loops: bool = False
 
     def __post_init__(self):
         for name in ("tm", "tn", "num_warps"):
@@ -79,6 +82,7 @@ class Kernel(NamedTuple):
     a_word: Callable | None = None  # codes -> int32 operand words, run by XLA before the kernel
     b_word: Callable | None = None
     dense: bool = False  # a dense builtin: A (M, K), B (K, N), no positions (module doc)
+    wide_loops: bool = False  # count the unit loop in int64 (`Tiling.wide_loops`, where the family wants it)
 
 
 class Summary:
@@ -202,13 +206,13 @@ class StepView:
         return self.refs["b"][pl.ds(self.b0, k), :].astype(jnp.int32)
 
 
-def _kernel(*refs, names, step, unit_kc, units, dense):
+def _kernel(*refs, names, step, unit_kc, units, dense, wide):
     named = dict(zip(names, refs))
 
     def body(u, acc):
         return step(StepView(named, u, unit_kc, dense), acc)
 
-    named["o"][...] = kl.fori(units, body, named["c"][...])
+    named["o"][...] = kl.fori(units, body, named["c"][...], wide=wide)
 
 
 def _round_up(x: int, m: int) -> int:
@@ -285,7 +289,8 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
                      pl.BlockSpec((units, 1), lambda i, j: (0, j)))
     ops["c"] = (c.astype(jnp.int32), pl.BlockSpec((tm, tn), lambda i, j: (i, j)))
     names = tuple(ops) + ("o",)
-    kernel = functools.partial(_kernel, names=names, step=kern.step, unit_kc=unit_kc, units=units, dense=kern.dense)
+    kernel = functools.partial(_kernel, names=names, step=kern.step, unit_kc=unit_kc, units=units, dense=kern.dense,
+                               wide=kern.wide_loops)
     if not tiling.interpret:
         quiet_triton_deprecation()
     out = pl.pallas_call(

@@ -16,7 +16,7 @@ group, per two-stage half:
 Then the halves merge with floor shifts, and `combine` adds the sum to C with int64 and
 rounds to f32 (`kernel_lib.round_to_format`; variant ``float_combine``: float64 and one
 conversion, with a tile-wide fallback for subnormal results). The operands reach the kernel
-as words computed by XLA once per element (`_Plan.word`: float alignment: the f32 bits of
+as words computed by XLA once per element (`Plan.word`: float alignment: the f32 bits of
 the value with the exponent code in the 10 free low mantissa bits; integer alignment:
 sig | code << 12 | sign << 22), so selecting the B row named by the 2:4 position is three
 selects per product and pass, and nothing is decoded per product. Variants: the 2-D form
@@ -44,7 +44,7 @@ from ...numerics.rounding import pow2_f64
 from . import kernel_lib as kl
 from .driver import Kernel
 
-__all__ = ["combine", "combine_float", "finish", "make_step"]
+__all__ = ["Plan", "group_sum3", "product_flags", "combine", "combine_float", "finish", "make_step"]
 
 QNAN_F32 = 0x7FC00000
 POS_INF = 0x7F800000
@@ -63,7 +63,7 @@ def _halves(cols, two: bool):
     return [cols]
 
 
-class _Plan:
+class Plan:
     """Static choices for one (builtin, model)."""
 
     def __init__(self, spec, model: FusedGroups, ctx: Context):
@@ -104,7 +104,7 @@ class _Plan:
         return (w & kl.EXP_MASK) if self.float_align else ((w >> 12) & kl.EXP_MASK)
 
 
-def _a_cols(plan: _Plan, view, cols):
+def _a_cols(plan: Plan, view, cols):
     """(word, exponent - 1024) of every A column (tm, 1)."""
     out = {}
     for c in cols:
@@ -113,7 +113,7 @@ def _a_cols(plan: _Plan, view, cols):
     return out
 
 
-def _group_sum(plan: _Plan, views, cols):
+def _group_sum(plan: Plan, views, cols):
     """(S, E) of one group: S in units of 2**(E - F), as `FusedGroups._group_sum`.
 
     Both passes walk the group block by block, each block's four candidate B rows serving
@@ -164,7 +164,7 @@ def _group_sum(plan: _Plan, views, cols):
     return (s[0] >> jnp.minimum(es - et[0], lim).astype(dt)) + (s[1] >> jnp.minimum(es - et[1], lim).astype(dt)), es
 
 
-def _group_sum3(plan: _Plan, view, cols):
+def group_sum3(plan: Plan, view, cols):
     """`_group_sum` on 3-D (tm, blocks, tn) tensors (variant ``vec3``): each stored slot of
     the group's blocks is one strided (tm, blocks) load of A words and positions, the four
     candidate B rows one strided (blocks, tn) load each; the selection is a select chain on
@@ -200,7 +200,7 @@ def _group_sum3(plan: _Plan, view, cols):
     return (s[0] >> jnp.minimum(es - et[0], 31)) + (s[1] >> jnp.minimum(es - et[1], 31)), es
 
 
-def _align_int(plan: _Plan, wa, ea, w, et, dt):
+def _align_int(plan: Plan, wa, ea, w, et, dt):
     """One product aligned onto 2**(et - F) with integer shifts (`jwmma.models.fused.align`)."""
     lead = plan.model.frac_bits - plan.mab
     up, extra = max(lead, 0), max(-lead, 0)
@@ -290,7 +290,7 @@ def finish(bits, cf: kl.Dec, flags=None):
     return jnp.where(znan, QNAN_F32, bits)
 
 
-def _product_flags(plan: _Plan, view, cols):
+def product_flags(plan: Plan, view, cols, wide: bool = False):
     """Per output: (nan, +inf, -inf) over the group's products, and the bf16 overflow
     flags (big positive, big negative). A loop over the products, not unrolled: the branch
     is rare and a small kernel compiles faster."""
@@ -319,14 +319,16 @@ def _product_flags(plan: _Plan, view, cols):
 
     shape = (view.refs["c"].shape[0], view.refs["c"].shape[1])
     false = jnp.zeros(shape, jnp.bool_)
-    return kl.fori(len(cols), body, (false,) * 5)
+    return kl.fori(len(cols), body, (false,) * 5, wide=wide)
 
 
 def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, float_combine: bool = False,
-              vec3: bool = False):
+              vec3: bool = False, wide_loops: bool = False):
     """`driver.Kernel` for ``model`` on builtin ``spec``. reload: load A and B again for the
-    second pass (``view.second``); float_combine: `combine_float` (same bits)."""
-    plan = _Plan(spec, model, ctx)
+    second pass (``view.second``); float_combine: `combine_float` (same bits); wide_loops:
+    count every loop in int64 (`driver.Tiling.wide_loops`: the bf16 kernel ran 1.9x faster
+    so on an H200, benchmarks/RESULTS.md)."""
+    plan = Plan(spec, model, ctx)
     # one group per unit when groups tile the step (every default); else the whole step
     kc = plan.group if spec.kc % plan.group == 0 else spec.kc
     groups = _groups(kc, plan.group)
@@ -343,20 +345,20 @@ def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, f
             special = special | (sa.emax + sb.emax + 2 > 127)
         for cols in groups:
             # the numbers treat NaN/Inf factors as zeros; their products only ever override
-            S, Es = _group_sum3(plan, view, cols) if use3 else _group_sum(plan, views, cols)
+            S, Es = group_sum3(plan, view, cols) if use3 else _group_sum(plan, views, cols)
             cf = kl.decode(F32, acc, with_val=False)
             bits = comb(model, S, Es, cf, plan.drop)
-            acc = lax.cond(special, lambda: _with_flags(plan, view, cols, bits, cf), lambda: finish(bits, cf))
+            acc = lax.cond(special, lambda: _with_flags(plan, view, cols, bits, cf, wide_loops), lambda: finish(bits, cf))
         return acc
 
     fa, fb = ctx.a, ctx.b
     return Kernel(step, kc, (fa, fb), (fa.bits, fb.bits, False), reload,
-                  a_word=lambda x: plan.word(fa, x), b_word=lambda x: plan.word(fb, x))
+                  a_word=lambda x: plan.word(fa, x), b_word=lambda x: plan.word(fb, x), wide_loops=wide_loops)
 
 
-def _with_flags(plan: _Plan, view, cols, bits, cf):
+def _with_flags(plan: Plan, view, cols, bits, cf, wide: bool = False):
     """`finish` with the products' special values (the rare branch)."""
-    nan, pinf, ninf, bpos, bneg = _product_flags(plan, view, cols)
+    nan, pinf, ninf, bpos, bneg = product_flags(plan, view, cols, wide)
     if plan.may_overflow:
         if plan.model.renormalize:
             pinf, ninf = pinf | bpos, ninf | bneg
@@ -367,7 +369,7 @@ def _with_flags(plan: _Plan, view, cols, bits, cf):
     return finish(bits, cf, (nan, pinf, ninf))
 
 
-def _b_class(plan: _Plan, code):
+def _b_class(plan: Plan, code):
     d = kl.decode(plan.fb, code, with_val=False)
     zero = (d.sig == 0) & ~d.nan & ~d.inf
     return (d.nan.astype(jnp.int32) | (d.inf.astype(jnp.int32) << 1) | (zero.astype(jnp.int32) << 2)

@@ -20,12 +20,18 @@ from ...numerics.formats import exactly_normal_in_f32 as exactly_f32
 __all__ = ["fori", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
            "shift64", "round_to_format"]
 
-def fori(n: int, body, init):
-    """``lax.fori_loop(0, n, body, init)`` with an int32 counter, as the scan that Pallas
-    lowers to a loop. The kernels are traced inside `x64_scope`, where `fori_loop` makes the
-    counter of static bounds a Python int, i.e. int64, but lowered where the caller's program
-    is lowered, outside that scope: there JAX truncated the counter's index arithmetic to int32
-    with a UserWarning (JAX 0.11)."""
+def fori(n: int, body, init, wide: bool = False):
+    """``lax.fori_loop(0, n, body, init)`` as a loop Pallas lowers to one ``scf.for``.
+
+    The kernels are traced inside `x64_scope` but may be lowered outside it (inside a user's
+    jit): there an int64 counter made JAX 0.11 warn that it truncates the index arithmetic to
+    int32. So by default the counter is int32 (a scan). ``wide``: an int64 counter
+    (`lax.fori_loop` with Python bounds, inside the scope), for kernels lowered inside the
+    scope (an eager `jwmma.gemm`): Triton compiles the main loop of the bf16 fused kernel to
+    code twice as fast with it on an H200 (benchmarks/RESULTS.md, "bf16 regression")."""
+    if wide:
+        return lax.fori_loop(0, n, body, init)
+
     def step(carry, _):
         i, x = carry
         return (i + np.int32(1), body(i, x)), None

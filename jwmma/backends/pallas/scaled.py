@@ -7,10 +7,10 @@ A group then lies inside one scale block, so all of its products carry the same 
 exponent t = (sa - 127) + (sb - 127) (its row's A scale, its column's B scale): the group's
 largest exponent is the unscaled one plus t, the alignment shifts and the truncated sum S are
 the unscaled ones, and the group's value is S * 2**(E_T + t - F). The kernel therefore takes
-the fused-group kernel's sum of a group as it is (`fused._group_sum3`: float alignment, 3-D
+the fused-group kernel's sum of a group as it is (`fused.group_sum3`: float alignment, 3-D
 tensors) and adds t to its exponent. One unit is a whole instruction (K step), because the
 model decides special values per instruction, from its inputs: C's NaN/Inf and the products'
-(`fused._product_flags`, the rare branch) override the finite sum at the end of the step, and
+(`fused.product_flags`, the rare branch) override the finite sum at the end of the step, and
 a finite sum that overflowed stays Inf within it (as float64 Inf does in the model).
 
 Each group's sum is added to the running f32 accumulator with one rounding of the exact sum
@@ -104,7 +104,7 @@ def make_step(spec, model: BlockScaled, ctx: Context) -> Kernel:
         raise ValueError(f"no Pallas kernel for {model.describe()} on {spec.name}: {why}")
     g, F = model.group, model.frac(ctx)
     # the group sums of the fused kernel: one stage, zeros taking no part in the maximum
-    plan = fused._Plan(spec, FusedGroups(group=g, frac_bits=F, two_stage=False, zero_exponent=None), ctx)
+    plan = fused.Plan(spec, FusedGroups(group=g, frac_bits=F, two_stage=False, zero_exponent=None), ctx)
     groups = [list(range(s, s + g)) for s in range(0, spec.kc, g)]
     nan_scale = model.nan_scale == "nan"
 
@@ -113,7 +113,7 @@ def make_step(spec, model: BlockScaled, ctx: Context) -> Kernel:
         fin = jnp.where(cf0.nan | cf0.inf, 0, acc)  # C's specials are decided at the end
         bad = None
         for cols in groups:
-            S, et = fused._group_sum3(plan, view, cols)
+            S, et = fused.group_sum3(plan, view, cols)
             sa = (view.a_col(cols[0]) >> 8) & 0xFF  # (tm, 1): the group's scale block
             sb = (view.b_row(cols[0]) >> 8) & 0xFF  # (1, tn)
             fin = add_exact(S, et + (sa - E8M0_BIAS) + (sb - E8M0_BIAS) - F, fin)
@@ -123,7 +123,7 @@ def make_step(spec, model: BlockScaled, ctx: Context) -> Kernel:
         sa_sum, sb_sum = view.summaries()
         every = list(range(spec.kc))
         out = lax.cond(sa_sum.special | sb_sum.special,
-                       lambda: fused.finish(fin, cf0, fused._product_flags(plan, view, every)[:3]),
+                       lambda: fused.finish(fin, cf0, fused.product_flags(plan, view, every)[:3]),
                        lambda: fused.finish(fin, cf0))
         return out if bad is None else jnp.where(bad, fused.QNAN_F32, out)
 

@@ -1,0 +1,84 @@
+"""Shape buckets (`jwmma.tiled.buckets`, issue 35): eager GEMMs and unit contractions of many
+shapes share one program per bucket, and give the bits of their own-shape programs
+(``Options(shape_buckets=False)``), the -0 of an FMA chain that extra K steps of zeros would
+turn into +0 included. Programs are counted through JAX's compile events."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from jax import monitoring
+
+import jwmma
+
+OWN_SHAPE = jwmma.Options(shape_buckets=False)
+_COMPILES = {"n": 0}
+
+
+def _count(event, duration, **kw):
+    if event == "/jax/core/compile/backend_compile_duration":
+        _COMPILES["n"] += 1
+
+
+monitoring.register_event_duration_secs_listener(_count)
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view({2: np.uint16, 4: np.uint32}[x.dtype.itemsize])
+
+
+def test_gemm_in_its_bucket_keeps_the_bits_and_minus_zero(rng):
+    """fma_chain_k (each product an f32 FMA into the accumulator, so -0 + -0 stays -0) on a
+    dense RDNA4 row: a zero A row against a negative B column over C = -0 gives -0 (K whole
+    steps: a step padded with zeros adds +0 products, in the hardware's kernel too); batch 2,
+    M, N no tile multiples; the bucketed D equals the own-shape D bit for bit."""
+    m, k, n = 37, 64, 45
+    a = rng.standard_normal((2, m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = rng.standard_normal((2, m, n)).astype(np.float32)
+    a[:, 3, :], b[:, 5], c[:, 3, 5] = 0, -np.abs(b[:, 5]) - 1, -0.0
+    kw = dict(builtin="wmma_f32_16x16x16_f16_w32_gfx12", model="fma_chain_k", backend="xla")
+    got = jwmma.gemm(a, b, c, **kw)
+    want = jwmma.gemm(a, b, c, options=OWN_SHAPE, **kw)
+    assert got.shape == want.shape == (2, m, n) and got.dtype == want.dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert (_bits(want)[:, 3, 5] == 0x80000000).all()  # the -0 the bucket's K steps must not touch
+
+
+def test_ten_shapes_of_one_unit_compile_one_program(rng):
+    """The goal of issue 35: ten eager contractions of one unit (M, N in 50-128, K in 128-512)
+    compile at most two programs; the last gives the own-shape bits."""
+    unit = jwmma.Unit("smfmac_f32_16x16x128_fp8_fp8", scaling="row")
+    dims = (((1,), (0,)), ((), ()))
+    shapes = [(64, 256, 64), (80, 256, 64), (96, 300, 72), (100, 320, 90), (128, 256, 100), (60, 200, 50),
+              (120, 384, 128), (90, 128, 110), (128, 512, 128), (72, 270, 66)]
+    data = [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
+            for m, k, n in shapes]
+    before = _COMPILES["n"]
+    out = [jwmma.dot_general(x, w, dims, unit=unit) for x, w in data]
+    assert _COMPILES["n"] - before <= 2
+    assert [o.shape for o in out] == [(m, n) for m, _, n in shapes]
+    own = unit.replace(options=OWN_SHAPE)
+    for i in (9,):
+        np.testing.assert_array_equal(_bits(out[i]), _bits(jwmma.dot_general(*data[i], dims, unit=own)))
+
+
+def test_shape_buckets_option_is_checked():
+    with pytest.raises(TypeError, match="shape_buckets must be True or False, got 'yes'"):
+        jwmma.Options(shape_buckets="yes")
+    assert jwmma.Options().shape_buckets is True
+
+
+def test_the_bucket_of_a_shape():
+    from jwmma.tiled import buckets
+    from jwmma.isa.table import lookup
+
+    spec = lookup("smfmac_f32_16x16x128_fp8_fp8")
+    assert buckets.capacity(spec, 37, 45, 300) == (256, 256, 1024)
+    assert buckets.capacity(spec, 257, 1025, 4096) == (512, 2048, 4096)
+    a = np.ones((3, 5), ml_dtypes.bfloat16)
+    p = buckets.pad_bits(a, {-2: 4, -1: 8})
+    assert p.shape == (4, 8) and p.dtype == a.dtype and not _bits(p)[3:, :].any() and not _bits(p)[:, 5:].any()
+    pos = buckets.pad_positions(np.zeros((2, 2), np.int8), 3, 4)
+    assert pos.tolist() == [[0, 0, 2, 3], [0, 0, 2, 3], [2, 3, 2, 3]]
