@@ -12,11 +12,11 @@ NUMERICS.md 2.3).
   captures a builtin can express (tests/data/gfx1100_packed_operand_captures.json: both OPSEL[2]
   halves, selector bits the hardware ignores), all through the oracle by default and through the
   builtins of their format and wave size, plain and `_tied`, both opsel values (by default the
-  two rows below, every row in the slow test); the slow oracle tests/oracles/ref_gfx11.py (rocjitsu's packed DOT2 step written
-  from the spec: C widened, an f16 C aligned on a -14 floor, narrowed after every step) on
-  adversarial waves, both opsel values, plain and `_tied`, both wave sizes; hand-made cases for
-  each behaviour (subnormal C, NaN/Inf payloads, overflow to Inf, ties, bf16 truncation) whose
-  expected bits are worked out in the test.
+  two rows of `test_against_the_oracle_and_by_hand`, every row in the slow test); the slow oracle
+  tests/oracles/ref_gfx11.py (rocjitsu's packed DOT2 step written from the spec: C widened, an f16
+  C aligned on a -14 floor, narrowed after every step) on adversarial waves, both opsel values,
+  plain and `_tied`, both wave sizes; hand-made cases for each behaviour (subnormal C, NaN/Inf
+  payloads, overflow to Inf, ties, bf16 truncation) whose expected bits are worked out in the test.
 * The other half of each D VGPR: C's in the `_tied` builtins, zero in the plain ones (the
   hardware leaves the destination's bits there; jwmma's documented choice).
 """
