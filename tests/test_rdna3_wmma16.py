@@ -6,14 +6,17 @@ NUMERICS.md 2.3).
   (tests/data/rdna3_wmma_calculator.json), OPSEL[2] = 0 (`C`, `D`: the low halves) and = 1
   (`C_opsel4`, `D_opsel4`: the high halves), is where the table, `pack_c(..., opsel=)` and the
   `jwmma layout` view put each C/D element; A and B are the f32-output rows' (every entry too).
-* Arithmetic: rocjitsu's gfx1100 (W7900) hardware captures of the packed WMMA
-  (tests/data/gfx1100_packed_wmma_captures.json: f16 wave32 fixture 0, bf16 wave64 fixtures 0 and
-  2, inputs from tests/data/gfx1201_wmma_captures.json) bit for bit, through the builtins and the
-  oracle; the slow oracle tests/oracles/ref_gfx11.py (rocjitsu's packed DOT2 step written
-  from the spec: C widened, an f16 C aligned on a -14 floor, narrowed after every step) on
-  adversarial waves, both opsel values, plain and `_tied`, both wave sizes; hand-made cases for
-  each behaviour (subnormal C, NaN/Inf payloads, overflow to Inf, ties, bf16 truncation) whose
-  expected bits are worked out in the test.
+* Arithmetic: rocjitsu's gfx1100 (W7900) hardware captures of the packed WMMA bit for bit:
+  the 28 result matrices (tests/data/gfx1100_packed_wmma_captures.json: wave32 and wave64, f16
+  and bf16, 7 fixtures each, inputs from tests/data/gfx1201_wmma_captures.json) and the operand
+  captures a builtin can express (tests/data/gfx1100_packed_operand_captures.json: both OPSEL[2]
+  halves, selector bits the hardware ignores), all through the oracle by default and through the
+  builtins of their format and wave size, plain and `_tied`, both opsel values (by default the
+  two rows of `test_against_the_oracle_and_by_hand`, every row in the slow test); the slow oracle
+  tests/oracles/ref_gfx11.py (rocjitsu's packed DOT2 step written from the spec: C widened, an f16
+  C aligned on a -14 floor, narrowed after every step) on adversarial waves, both opsel values,
+  plain and `_tied`, both wave sizes; hand-made cases for each behaviour (subnormal C, NaN/Inf
+  payloads, overflow to Inf, ties, bf16 truncation) whose expected bits are worked out in the test.
 * The other half of each D VGPR: C's in the `_tied` builtins, zero in the plain ones (the
   hardware leaves the destination's bits there; jwmma's documented choice).
 """
@@ -34,6 +37,7 @@ from oracles.gfx11_codes import random_codes as _codes
 DATA = Path(__file__).parent / "data"
 CALC = json.loads((DATA / "rdna3_wmma_calculator.json").read_text())
 PACKED = json.loads((DATA / "gfx1100_packed_wmma_captures.json").read_text())
+OPERAND = json.loads((DATA / "gfx1100_packed_operand_captures.json").read_text())
 INPUTS = json.loads((DATA / "gfx1201_wmma_captures.json").read_text())["packed_wmma"]
 DT = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
 NAMES = [f"wmma_{t}_16x16x16_{t}{tie}_w{w}" for w in (32, 64) for t in ("f16", "bf16") for tie in ("", "_tied")]
@@ -120,8 +124,8 @@ def _call(name, a, b, c, c_other, opsel):
 
 
 def _captures(fmt, wave):
-    """The transcribed gfx1100 captures of one format and wave size, as `_cases` rows: (what, A, B,
-    C, D) with A, B, C, D 16 x 16 codes (the loader's rules: tests/data/gfx1100_packed_wmma_captures.json)."""
+    """The transcribed gfx1100 result matrices of one format and wave size, as `_cases` rows: (what,
+    A, B, C, D) with A, B, C, D 16 x 16 codes (the loader's rules: tests/data/gfx1100_packed_wmma_captures.json)."""
     out = []
     for case in PACKED["cases"]:
         if (case["fmt"], case["wave"]) == (fmt, wave):
@@ -132,16 +136,69 @@ def _captures(fmt, wave):
     return out
 
 
+def _field(word, lo, width):
+    return (word >> lo) & ((1 << width) - 1)
+
+
+def _operand_captures(fmt, opsel):
+    """The gfx1100 operand captures (tests/data/gfx1100_packed_operand_captures.json, any wave
+    size) that the builtin of `fmt` with this opsel expresses: A = v0, B = v8, C = VGPR v16, no
+    NEG/NEG_HI/CLAMP, OP_SEL[2] = opsel; OP_SEL[1:0] and OP_SEL_HI may be anything (the captures
+    show they change nothing: every such entry of one input has one result). As `_cases` rows,
+    one per distinct input. Checks on the way that D's other half kept the destination's old
+    bits (the destination is v24, not C)."""
+    opcode = int(_calc(f"wmma_{fmt}_16x16x16_{fmt}_w32")["detail"]["VOP3P Opcode"], 16)
+    found = {}
+    for case in OPERAND["cases"]:
+        w0, w1 = (int(x, 16) for x in case["encoding"])
+        a, b, c, got = (int(case[k], 16) for k in ("a", "b", "c", "expected_gfx1100"))
+        if (_field(w0, 16, 7) != opcode or _field(w0, 8, 3) or _field(w0, 15, 1) or _field(w1, 29, 3)
+                or (_field(w1, 0, 9), _field(w1, 9, 9), _field(w1, 18, 9)) != (256, 264, 272)
+                or _field(w0, 13, 1) != opsel):
+            continue
+        half = 16 * opsel
+        assert got & ~(0xFFFF << half) == 0x56781234 & ~(0xFFFF << half), case  # D's other half kept
+        found.setdefault((a, b, c), set()).add((got >> half) & 0xFFFF)
+    out = []
+    for (a, b, c), ds in found.items():
+        assert len(ds) == 1, (hex(a), hex(b), hex(c), ds)  # ignored selector bits: one result
+        k = np.arange(16) % 2  # A[i][k] is half k % 2 of the word (lane i, VGPR k // 2), B[k][j] likewise
+        mat_a = np.tile((a >> (16 * k)) & 0xFFFF, (16, 1)).astype(np.uint16)
+        mat_b = np.tile(((b >> (16 * k)) & 0xFFFF)[:, None], (1, 16)).astype(np.uint16)
+        mat_c = np.full((16, 16), (c >> (16 * opsel)) & 0xFFFF, np.uint16)
+        out.append((f"gfx1100 operand capture {fmt} opsel {opsel} a={a:#010x} b={b:#010x} c={c:#010x}",
+                    mat_a, mat_b, mat_c, np.full((16, 16), ds.pop(), np.uint16)))
+    return out
+
+
+def test_every_gfx1100_capture_by_the_oracle():
+    """All 28 result matrices (every wave size, format and fixture) and the operand captures of
+    both formats and both opsel values, every output, against the oracle."""
+    seen = sorted((c["wave"], c["fmt"], c["fixture"]) for c in PACKED["cases"])
+    assert seen == sorted((w, f, x) for w in (32, 64) for f in ("f16", "bf16") for x in range(7))
+    for fmt in ("f16", "bf16"):
+        # the same inputs at both wave sizes: the oracle (which has no wave size) once for both
+        pairs = [((w32, d32), (w64, d64), a, b, c)
+                 for (w32, a, b, c, d32), (w64, *_, d64) in zip(_captures(fmt, 32), _captures(fmt, 64), strict=True)]
+        pairs += [((what, d), a, b, c) for opsel in (0, 1) for what, a, b, c, d in _operand_captures(fmt, opsel)]
+        for *wants, a, b, c in pairs:
+            assert len({what.replace("wave64", "wave32") for what, _ in wants}) == 1, wants
+            ref = np.array(ref_gfx11.wmma16(a, b, c, fmt), np.uint16)
+            for what, d in wants:
+                assert np.array_equal(ref, d), (what, int((ref != d).sum()))
+    assert all(len(_operand_captures(f, o)) == 1 for f in ("f16", "bf16") for o in (0, 1))
+
+
 def _against_oracle(name, opsel, waves, seed, cases=()):
-    """``waves`` adversarial waves, the hand-made ``cases`` (`_cases`) and the gfx1100 captures of
-    the row's format and wave size in one call of the builtin, against the oracle (and the cases
-    and captures against their bits)."""
+    """``waves`` adversarial waves against the oracle; the hand-made ``cases`` (`_cases`), the
+    gfx1100 result matrices of the row's format and wave size and the operand captures of its
+    format and opsel against their bits; all in one call of the builtin."""
     spec = jwmma.BUILTINS[name]
     fmt = spec.c_type
     rng = np.random.default_rng(seed)
     a, b = _codes(rng, fmt, (waves, 16, 16)), _codes(rng, fmt, (waves, 16, 16))
     c, c_other = _c_codes(rng, fmt, (waves, 16, 16)), _c_codes(rng, fmt, (waves, 16, 16))
-    caps = _captures(fmt, spec.wave)
+    caps = _captures(fmt, spec.wave) + _operand_captures(fmt, opsel)
     if caps:
         a, b, c = (np.concatenate([x, np.stack([cap[i] for cap in caps])]) for i, x in ((1, a), (2, b), (3, c)))
         c_other = np.concatenate([c_other, _c_codes(rng, fmt, (len(caps), 16, 16))])
@@ -150,7 +207,7 @@ def _against_oracle(name, opsel, waves, seed, cases=()):
         a, b, c = (np.concatenate([x, np.stack([case[i] for case in cases])]) for i, x in ((1, a), (2, b), (3, c)))
         c_other = np.concatenate([c_other, _c_codes(rng, fmt, (len(cases), 16, 16))])
     got, other = _call(name, a, b, c, c_other, opsel)
-    for w in range(waves):
+    for w in range(waves - len(caps)):  # the captures meet the oracle in test_every_gfx1100_capture_by_the_oracle
         assert got[w].tolist() == ref_gfx11.wmma16(a[w], b[w], c[w], fmt), (name, opsel, w)
     for w, (what, *_, want) in enumerate(caps, start=waves - len(caps)):  # hardware, bit for bit
         assert np.array_equal(got[w], want), (what, int((got[w] != want).sum()))
@@ -225,8 +282,8 @@ def _cases(fmt):
 
 @pytest.mark.parametrize("name, opsel", [("wmma_f16_16x16x16_f16_tied_w32", 1), ("wmma_bf16_16x16x16_bf16_w64", 0)])
 def test_against_the_oracle_and_by_hand(name, opsel):
-    """Two adversarial waves, the gfx1100 captures of the row's format and wave size and every
-    hand-made case of the format in one call."""
+    """Two adversarial waves, the gfx1100 captures of the row's format, wave size and opsel (7
+    result matrices, one operand capture) and every hand-made case of the format in one call."""
     _against_oracle(name, opsel, 2, 1, _cases(jwmma.BUILTINS[name].c_type))
 
 

@@ -66,8 +66,9 @@ GFX11_F32 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain (8 steps of 2 pro
              "gfx1151 (RDNA3.5), whose silicon is reported to differ (ROCm/rocm-systems issue 12056, open)")
 GFX11_16 = ("measured on gfx1100: rocjitsu's gfx11 DOT2 chain on a 16-bit accumulator (C widened, an f16 C aligned "
             "on a -14 floor, narrowed after every step: f16 by RNE from the integer total, bf16 by truncating the f32 "
-            "result) reproduces its W7900 packed-WMMA captures (three of 28 matrices transcribed: f16 wave32, bf16 "
-            "wave64 x2, 768/768 outputs); [ASSUMED] on gfx1151 (ROCm/rocm-systems issue 12056)")
+            "result) reproduces its W7900 packed-WMMA captures (all 28 result matrices, both wave sizes, f16 and bf16: "
+            "7168/7168 outputs; both OPSEL halves: the 132 operand captures a builtin expresses); [ASSUMED] on "
+            "gfx1151 (ROCm/rocm-systems issue 12056)")
 GFX11_INT = "exact dot, i32 result wraps; clamp saturates once at the end (rocjitsu's gfx11 model)"
 MFMA_MX = ("[ASSUMED]: no gfx950 characterisation is published; BlockScaled's fields say each choice "
            "(scales per product, fused groups of 32, 24 fractional bits, 0xFF scale -> NaN); rocjitsu's chain is "
