@@ -296,3 +296,17 @@ def test_gemm_with_x64_on_gives_a_float64_jax_array(rng):
                                               ("mfma_f64_4x4x4f64", "gfx90a", "matrix")])
 def test_gemm_keeps_float64_bits_grid(rng, name, target, path):
     _gemm_case(rng, name, target, path, m=9, n=7, k=13)
+
+
+@pytest.mark.slow
+def test_gemm_in_nested_jit_keeps_a_transposed_float64_constant(rng):
+    """A float64 constant transposed inside a jit that another jit traces (a closed-over array
+    handed to an inner jit) reached the bit cast as an XLA constant, whose folding gave wrong bits
+    (XLA:CPU, jaxlib 0.10; right with constant folding off); `storage_bits` keeps the cast out."""
+    name = "mfma_f64_16x16x4f64"
+    g, r = _f64(rng, (6, 6), "random"), _f64(rng, (6, 6), "random")
+    with jax.enable_x64(True):
+        gj, rj = jax.numpy.asarray(g), jax.numpy.asarray(r)
+        inner = jax.jit(lambda a, b: jwmma.gemm(b.T, a, builtin=name))
+        d = jax.jit(lambda a: inner(a, rj))(gj)
+        _same(np.asarray(d), oracle.gemm(np.ascontiguousarray(r.T), g, None, 4), "nested jit")
