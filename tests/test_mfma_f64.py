@@ -23,6 +23,7 @@ import pytest
 
 import jwmma
 from jwmma.isa.table import lookup
+from tests import mmasim_support as mmasim
 from tests.oracles import fma64 as oracle
 from tests.oracles.f64_data import float64_values as _f64
 
@@ -153,11 +154,7 @@ def _call(name, target, a, b, c, blgp=0):
 
 def _same(got, want, what):
     """Bits equal; NaN by NaN-ness."""
-    g, w = np.asarray(got).view(U64), np.asarray(want).view(U64)
-    gn, wn = np.isnan(g.view(np.float64)), np.isnan(w.view(np.float64))
-    bad = (gn != wn) | (~gn & ~wn & (g != w))
-    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} outputs differ, first at "
-                           f"{tuple(np.argwhere(bad)[0])}: {int(g[bad][0]):#018x} vs {int(w[bad][0]):#018x}")
+    mmasim.assert_same_bits(np.asarray(got, np.float64), np.asarray(want, np.float64), what)
 
 
 # ------------------------------------------------------------------------------ the oracle (no MMA-Sim)
@@ -207,17 +204,12 @@ def test_registers_equal_the_python_fma_chain_grid(rng, name, target, kind):
 
 # ------------------------------------------------------------------------------ MMA-Sim
 def _mmasim_case(rng, name, target, kind, blgp=0):
-    pytest.importorskip("torch")
-    sim = pytest.importorskip("mmasim.amd.sim")
-    import torch
+    mfma = mmasim.mfma(ARCH[target], SUFFIX[(name, ARCH[target])])  # skips without torch and mmasim
     spec = lookup(name, target)
-    mfma = sim.MFMA(ARCH[target], SUFFIX[(name, ARCH[target])])
     a, b, c = _case(rng, spec, kind)
     got = _call(name, target, a, b, c, blgp)
     sign = lambda x, bit: -x if blgp >> bit & 1 else x  # MMA-Sim has no modifiers: negate its inputs
-    t = lambda x: torch.from_numpy(np.ascontiguousarray(x))
-    want = np.stack([mfma(t(sign(a[blk], 0)), t(sign(b[blk], 1)), t(sign(c[blk], 2))).numpy()
-                     for blk in range(spec.blocks)])
+    want = mmasim.per_block(mfma, sign(a, 0), sign(b, 1), sign(c, 2))
     _same(got, want, (name, target, kind, blgp))
 
 

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 import jwmma
+from tests import mmasim_support as mmasim
 from tests.oracles import fma64 as oracle
 from tests.oracles.f64_data import float64_values
 
 F16 = "mfma_f64_16x16x4f64"
 F4 = "mfma_f64_4x4x4f64"
-U64 = np.uint64
 
 
 @pytest.fixture
@@ -39,13 +39,8 @@ def x64():
 
 
 def _same(got, want, what):
-    """Bits equal (float64 views); NaN by NaN-ness."""
-    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert g.shape == w.shape, (what, g.shape, w.shape)
-    gn, wn = np.isnan(g), np.isnan(w)
-    bad = (gn != wn) | (~gn & ~wn & (g.view(U64) != w.view(U64)))
-    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} outputs differ, first at "
-                           f"{tuple(np.argwhere(bad)[0])}: {g[bad][0]!r} vs {w[bad][0]!r}")
+    """Bits equal (float64); NaN by NaN-ness."""
+    mmasim.assert_same_bits(np.asarray(got, np.float64), np.asarray(want, np.float64), what)
 
 
 def _reference(lhs_c, rhs_c, step):
