@@ -24,6 +24,7 @@ import pytest
 
 import jwmma
 from jwmma.isa.table import lookup
+from tests import mmasim_support as mmasim
 
 DATA = pathlib.Path(__file__).parent / "data"
 DUMPS = {t: json.loads((DATA / f).read_text())["instructions"]
@@ -192,19 +193,8 @@ def _values(rng, dtype, shape, kind):
     return bits.view(dtype)
 
 
-def _to_torch(torch, x):
-    x = np.ascontiguousarray(x)
-    if x.dtype == np.float32:
-        return torch.from_numpy(x.copy())
-    t = torch.from_numpy(x.view(np.int16).copy())
-    return t.view(torch.float16 if x.dtype == np.float16 else torch.bfloat16)
-
-
 def _float_case(rng, name, target, cbsz, abid, kind):
-    pytest.importorskip("torch")
-    sim = pytest.importorskip("mmasim.amd.sim")
-    import torch
-    mfma = sim.MFMA(ARCH[target], _suffix(name, target))
+    sim = mmasim.mfma(ARCH[target], _suffix(name, target))  # skips without torch and mmasim
     spec = lookup(name, target)
     nb, dt = spec.blocks, spec.a_format.dtype
     a = _values(rng, dt, (nb, spec.m, spec.k), kind)
@@ -216,13 +206,9 @@ def _float_case(rng, name, target, cbsz, abid, kind):
     regs = getattr(jwmma, name)(jwmma.pack_a(name, a, target=target), jwmma.pack_b(name, b, target=target),
                                 jwmma.pack_c(name, c, target=target), cbsz, abid, 0, target=target)
     got = np.asarray(jwmma.unpack_c(name, regs, target=target)).view(np.uint32)
-    g = 1 << cbsz
-    want = np.stack([mfma(_to_torch(torch, a[(blk // g) * g + abid]), _to_torch(torch, b[blk]),
-                          _to_torch(torch, c[blk])).numpy() for blk in range(nb)]).view(np.uint32)
-    gn, wn = np.isnan(got.view(np.float32)), np.isnan(want.view(np.float32))
-    bad = (gn != wn) | (~gn & ~wn & (got != want))
-    assert not bad.any(), (f"{int(bad.sum())} of {bad.size} outputs differ, first at {tuple(np.argwhere(bad)[0])}: "
-                           f"{int(got[bad][0]):#x} vs MMA-Sim {int(want[bad][0]):#x}")
+    g = 1 << cbsz  # block blk multiplies the A block its cbsz/abid broadcast gives it
+    want = mmasim.per_block(sim, a[[(blk // g) * g + abid for blk in range(nb)]], b, c)
+    mmasim.assert_same_bits(got, want, "jwmma vs MMA-Sim")
 
 
 #: one fast case per arithmetic: the f32 chain, CDNA1/CDNA2/CDNA3 f16 and bf16, CDNA2's non-1k bf16 tree of 2

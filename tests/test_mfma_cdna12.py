@@ -26,6 +26,7 @@ import pytest
 import jwmma
 from jwmma.isa.layouts import BLGP_LANES
 from jwmma.isa.table import lookup
+from tests import mmasim_support as mmasim
 
 DATA = pathlib.Path(__file__).parent / "data"
 DUMPS = {t: json.loads((DATA / f).read_text())["instructions"]
@@ -250,30 +251,16 @@ def _c(rng, m, n, kind):
     return c
 
 
-def _to_torch(torch, x):
-    x = np.ascontiguousarray(x)
-    if x.dtype == np.float32:
-        return torch.from_numpy(x.copy())
-    t = torch.from_numpy(x.view(np.int16).copy())
-    return t.view(torch.float16 if x.dtype == np.float16 else torch.bfloat16)
-
-
 def _mmasim(name, target):
-    pytest.importorskip("torch")
-    sim = pytest.importorskip("mmasim.amd.sim")
-    return sim.MFMA(ARCH[target], SUFFIX[name])
+    return mmasim.mfma(ARCH[target], SUFFIX[name])  # skips without torch and mmasim
 
 
 def _same(got, want):
-    gn, wn = np.isnan(got.view(np.float32)), np.isnan(want.view(np.float32))
-    bad = (gn != wn) | (~gn & ~wn & (got != want))
-    assert not bad.any(), (f"{int(bad.sum())} of {bad.size} outputs differ, first at {tuple(np.argwhere(bad)[0])}: "
-                           f"{int(got[bad][0]):#x} vs MMA-Sim {int(want[bad][0]):#x}")
+    mmasim.assert_same_bits(got, want, "jwmma vs MMA-Sim")
 
 
 def _check(rng, name, target, kind):
     mfma = _mmasim(name, target)  # skips without torch and mmasim
-    import torch
     spec = lookup(name, target)
     dt = spec.a_format.dtype
     a = _operand(rng, dt, (spec.m, spec.k), kind)
@@ -284,7 +271,7 @@ def _check(rng, name, target, kind):
     fn = getattr(jwmma, name)
     regs = fn(jwmma.pack_a(name, a), jwmma.pack_b(name, b), jwmma.pack_c(name, c), target=target)
     got = np.asarray(jwmma.unpack_c(name, regs)).view(np.uint32)
-    want = mfma(_to_torch(torch, a), _to_torch(torch, b), _to_torch(torch, c)).numpy().view(np.uint32)
+    want = mmasim.call(mfma, a, b, c).view(np.uint32)
     _same(got, want)
 
 
@@ -310,18 +297,13 @@ def test_gemm_on_the_target_equals_mmasim_steps(rng, name, target):
     """jwmma.gemm(..., target=) chains the chip's instruction over K: three MMA-Sim calls, each
     D the next C."""
     mfma = _mmasim(name, target)  # skips without torch and mmasim
-    import torch
     spec = lookup(name, target)
     dt = spec.a_format.dtype
     a = _operand(rng, dt, (spec.m, 3 * spec.k), "edge")
     b = _operand(rng, dt, (3 * spec.k, spec.n), "edge")
     c = _c(rng, spec.m, spec.n, "edge")
     got = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target)).view(np.uint32)
-    d = _to_torch(torch, c)
-    for s in range(3):
-        sl = slice(s * spec.k, (s + 1) * spec.k)
-        d = mfma(_to_torch(torch, a[:, sl]), _to_torch(torch, b[sl, :]), d)
-    _same(got, d.numpy().view(np.uint32))
+    _same(got, mmasim.k_steps(mfma, a, b, c, spec.k).view(np.uint32))
     other = np.asarray(jwmma.gemm(a, b, c, builtin=name)).view(np.uint32)  # gfx942: another arithmetic
     assert not np.array_equal(np.isnan(other.view(np.float32)) | (other == got), np.ones_like(got, bool))
 
@@ -332,7 +314,6 @@ def test_signed_zeros_equal_mmasim(rng, name, target):
     some outputs), with subnormal factors (flushed to +0 on gfx90a, kept on gfx908). MMA-Sim's
     CDNA1 exact sum gives +0 even when every term is -0; the IEEE rule (`Exact()`) would not."""
     mfma = _mmasim(name, target)  # skips without torch and mmasim
-    import torch
     spec = lookup(name, target)
     dt = np.dtype(spec.a_format.dtype)
     a = np.zeros((spec.m, spec.k), dt)
@@ -345,7 +326,7 @@ def test_signed_zeros_equal_mmasim(rng, name, target):
     a.view(np.uint16)[0], b.view(np.uint16)[:, 0], c[0, 0] = 0x8000, 0x3F80 if dt != np.float16 else 0x3C00, -0.0
     regs = getattr(jwmma, name)(jwmma.pack_a(name, a), jwmma.pack_b(name, b), jwmma.pack_c(name, c), target=target)
     got = np.asarray(jwmma.unpack_c(name, regs)).view(np.uint32)
-    want = mfma(_to_torch(torch, a), _to_torch(torch, b), _to_torch(torch, c)).numpy().view(np.uint32)
+    want = mmasim.call(mfma, a, b, c).view(np.uint32)
     _same(got, want)
     # gfx908: an exact zero is +0 (CDNA1(signed_zero=False)); gfx90a: C -0 is flushed to +0 first
     assert not (got == 0x80000000).any()
@@ -483,17 +464,12 @@ def test_non_1k_bf16_equals_mmasim_grid(rng, name, target, kind):
 def test_non_1k_bf16_gemm_equals_mmasim_steps(rng, name, target):
     """jwmma.gemm(..., target=) over 3 K-steps equals three chained MMA-Sim calls."""
     mfma = _mmasim(name, target)  # skips without torch and mmasim
-    import torch
     spec = lookup(name, target)
     a = _operand(rng, ml_dtypes.bfloat16, (spec.m, 3 * spec.k), "edge")
     b = _operand(rng, ml_dtypes.bfloat16, (3 * spec.k, spec.n), "edge")
     c = _c(rng, spec.m, spec.n, "edge")
     got = np.asarray(jwmma.gemm(a, b, c, builtin=name, target=target)).view(np.uint32)
-    d = _to_torch(torch, c)
-    for s in range(3):
-        sl = slice(s * spec.k, (s + 1) * spec.k)
-        d = mfma(_to_torch(torch, a[:, sl]), _to_torch(torch, b[sl, :]), d)
-    _same(got, d.numpy().view(np.uint32))
+    _same(got, mmasim.k_steps(mfma, a, b, c, spec.k).view(np.uint32))
 
 
 @pytest.mark.slow  # a check of the test data's power (the MMA-Sim cases are the evidence)

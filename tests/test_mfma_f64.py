@@ -23,7 +23,9 @@ import pytest
 
 import jwmma
 from jwmma.isa.table import lookup
+from tests import mmasim_support as mmasim
 from tests.oracles import fma64 as oracle
+from tests.oracles.f64_data import float64_values as _f64
 
 DATA = pathlib.Path(__file__).parent / "data"
 _FILES = {"gfx90a": ("cdna2_mfma_calculator.json",), "gfx942": ("cdna3_mfma_calculator.json",
@@ -114,32 +116,9 @@ def test_modifiers_name_their_rule(name):
         fn(*_zeros(spec), model="exact")
     with pytest.raises(ValueError, match="MI100 \\(gfx908\\), which has no f64 MFMA"):
         fn(*_zeros(spec), model="cdna1")
-    with pytest.raises(ValueError, match="Unit does not drive the (f64|multi-block)"):
-        jwmma.Unit(name)
 
 
 # ------------------------------------------------------------------------------ data
-def _f64(rng, shape, kind):
-    """random: moderate values over a few binades; adversarial: subnormals, tiny normals (products
-    underflow), huge values (products and sums overflow), zeros, Inf, NaN, both signs."""
-    x = rng.standard_normal(shape) * 2.0 ** rng.integers(-20, 21, shape)
-    if kind == "random":
-        return x
-    bits = x.view(U64).copy()
-    mant = lambda n: rng.integers(0, 1 << 52, n, dtype=U64)
-    pick = rng.random(shape)
-    for lo, hi, fill in ((0.0, 0.12, lambda n: rng.integers(1, 1 << 52, n, dtype=U64)),  # subnormal
-                         (0.12, 0.2, lambda n: (rng.integers(1, 60, n).astype(U64) << U64(52)) | mant(n)),
-                         (0.2, 0.27, lambda n: (rng.integers(1990, 2047, n).astype(U64) << U64(52)) | mant(n)),
-                         (0.27, 0.33, lambda n: np.zeros(n, U64)),
-                         (0.33, 0.34, lambda n: np.full(n, 0x7FF << 52, U64)),
-                         (0.34, 0.345, lambda n: np.full(n, 0x7FF8000000000000, U64) | mant(n) >> U64(1))):
-        sel = (pick >= lo) & (pick < hi)
-        bits[sel] = fill(int(sel.sum()))
-    bits ^= (rng.random(shape) < 0.5).astype(U64) << U64(63)
-    return bits.view(np.float64)
-
-
 def _case(rng, spec, kind):
     """A (blocks, M, K), B (blocks, K, N), C (blocks, M, N) float64. 'adversarial' adds exact
     cancellations (products k = 0 and 1 cancel: signed zeros); 'ties' puts the k = 0 product at
@@ -175,11 +154,7 @@ def _call(name, target, a, b, c, blgp=0):
 
 def _same(got, want, what):
     """Bits equal; NaN by NaN-ness."""
-    g, w = np.asarray(got).view(U64), np.asarray(want).view(U64)
-    gn, wn = np.isnan(g.view(np.float64)), np.isnan(w.view(np.float64))
-    bad = (gn != wn) | (~gn & ~wn & (g != w))
-    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} outputs differ, first at "
-                           f"{tuple(np.argwhere(bad)[0])}: {int(g[bad][0]):#018x} vs {int(w[bad][0]):#018x}")
+    mmasim.assert_same_bits(np.asarray(got, np.float64), np.asarray(want, np.float64), what)
 
 
 # ------------------------------------------------------------------------------ the oracle (no MMA-Sim)
@@ -229,17 +204,12 @@ def test_registers_equal_the_python_fma_chain_grid(rng, name, target, kind):
 
 # ------------------------------------------------------------------------------ MMA-Sim
 def _mmasim_case(rng, name, target, kind, blgp=0):
-    pytest.importorskip("torch")
-    sim = pytest.importorskip("mmasim.amd.sim")
-    import torch
+    mfma = mmasim.mfma(ARCH[target], SUFFIX[(name, ARCH[target])])  # skips without torch and mmasim
     spec = lookup(name, target)
-    mfma = sim.MFMA(ARCH[target], SUFFIX[(name, ARCH[target])])
     a, b, c = _case(rng, spec, kind)
     got = _call(name, target, a, b, c, blgp)
     sign = lambda x, bit: -x if blgp >> bit & 1 else x  # MMA-Sim has no modifiers: negate its inputs
-    t = lambda x: torch.from_numpy(np.ascontiguousarray(x))
-    want = np.stack([mfma(t(sign(a[blk], 0)), t(sign(b[blk], 1)), t(sign(c[blk], 2))).numpy()
-                     for blk in range(spec.blocks)])
+    want = mmasim.per_block(mfma, sign(a, 0), sign(b, 1), sign(c, 2))
     _same(got, want, (name, target, kind, blgp))
 
 
@@ -285,11 +255,7 @@ def _gemm_case(rng, name, target, path, m=20, n=18, k=10):
     a[:, 1], b[1, :] = a[:, 0], -b[0, :]  # an exact cancellation in every output
     d = jwmma.gemm(a, b, c, builtin=name, target=target, path=path)
     assert isinstance(d, np.ndarray) and d.dtype == np.float64  # jax_enable_x64 off: numpy float64
-    kp = -(-k // spec.k) * spec.k
-    bits = lambda x: [int(v) for v in x.view(U64)] + [0] * (kp - len(x))
-    want = np.array([[oracle.chain(bits(a[i]), bits(b[:, j]), int(c[i, j].view(U64))) for j in range(n)]
-                     for i in range(m)], U64).view(np.float64)
-    _same(d, want, (name, target, path))
+    _same(d, oracle.gemm(a, b, c, spec.k), (name, target, path))
     return d
 
 
@@ -320,3 +286,17 @@ def test_gemm_with_x64_on_gives_a_float64_jax_array(rng):
                                               ("mfma_f64_4x4x4f64", "gfx90a", "matrix")])
 def test_gemm_keeps_float64_bits_grid(rng, name, target, path):
     _gemm_case(rng, name, target, path, m=9, n=7, k=13)
+
+
+@pytest.mark.slow
+def test_gemm_in_nested_jit_keeps_a_transposed_float64_constant(rng):
+    """A float64 constant transposed inside a jit that another jit traces (a closed-over array
+    handed to an inner jit) reached the bit cast as an XLA constant, whose folding gave wrong bits
+    (XLA:CPU, jaxlib 0.10; right with constant folding off); `storage_bits` keeps the cast out."""
+    name = "mfma_f64_16x16x4f64"
+    g, r = _f64(rng, (6, 6), "random"), _f64(rng, (6, 6), "random")
+    with jax.enable_x64(True):
+        gj, rj = jax.numpy.asarray(g), jax.numpy.asarray(r)
+        inner = jax.jit(lambda a, b: jwmma.gemm(b.T, a, builtin=name))
+        d = jax.jit(lambda a: inner(a, rj))(gj)
+        _same(np.asarray(d), oracle.gemm(np.ascontiguousarray(r.T), g, None, 4), "nested jit")

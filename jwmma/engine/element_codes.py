@@ -108,6 +108,11 @@ def storage_bits(x):
                             f"integer type); pass its codes as uint8 with the format named (fmt_a=/fmt_b=), or a "
                             f"numpy array")
         return jnp.asarray(np.asarray(x).view(width))
+    if d.itemsize == 8:
+        # float64 (the f64 MFMA): XLA:CPU (jaxlib 0.10) folded a GEMM's bits wrongly when the
+        # operand was a transposed float64 constant (a jit's concrete argument inside another
+        # jit, e.g. a closed-over cotangent): the barrier keeps the bit cast out of the folding
+        x = lax.optimization_barrier(x)
     return lax.bitcast_convert_type(x, width)
 
 

@@ -289,11 +289,11 @@ class BuiltinSpec:
                              f"block) or a single-block MFMA")
 
     def require_32bit(self, what: str) -> None:
-        """Raise ValueError where ``what`` (`Unit`, `jwmma.kernel`: drivers whose element codes are
-        32-bit) gets an f64 row, whose doubles are 64-bit codes (BUILTINS_DENSE.md 11)."""
+        """Raise ValueError where ``what`` (`jwmma.kernel`, whose element codes are 32-bit) gets
+        an f64 row, whose doubles are 64-bit codes (BUILTINS_DENSE.md 11)."""
         if self.c.elem_bits == 64:
             raise ValueError(f"{what} does not drive the f64 MFMA ({self.name}) yet; call the builtin on registers "
-                             f"(each double two uint32 words) or jwmma.gemm (float64 in and out)")
+                             f"(each double two uint32 words), jwmma.gemm or a jwmma.Unit (float64 in and out)")
 
     def signature(self) -> str:
         """The HIP prototype, as in the seed pages."""

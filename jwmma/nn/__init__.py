@@ -47,7 +47,7 @@ def require(package: str):
 
 
 #: matmul's keywords and their defaults (a layer or transform takes these or ``unit=``)
-MATMUL_DEFAULTS = dict(builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=None, target=None,
+MATMUL_DEFAULTS = dict(builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling=None, prune=None, target=None,
                        backend=None, options=None, devices=None, mesh=None, mesh_axes=None, formats=None)
 
 

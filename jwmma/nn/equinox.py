@@ -11,7 +11,8 @@ transformer...) by `Linear` with the same arrays; `restore` turns them back.
 weight^T (in, out) is matmul's w (K, N): pruned 2:4 along the input features, the builtin's A.
 The layer computes ``jwmma.dot_general(x, weight, contracting x's last dim with weight's
 second, unit=unit)``: the bits of ``jwmma.matmul(x, weight.T)``, the dtype of x and the weight
-promoted (float32 for a float32 layer), as ``equinox.nn.Linear``'s own product.
+promoted (float32 for a float32 layer), as ``equinox.nn.Linear``'s own product. An f64 unit
+(the f64 MFMA) gives float64, with ``jax_enable_x64`` on (a TypeError naming the fix otherwise).
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ class Linear(eqx.Module):
 
     def __init__(self, in_features, out_features, use_bias: bool = True, dtype=None, *, key=None, weight=None,
                  bias=None, unit: Unit | None = None, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None,
-                 scaling: str = "row",
+                 scaling: str | None = None,
                  prune: bool | None = None, target=None, backend=None, options=None, devices=None, mesh=None,
                  mesh_axes=None):
         if weight is None:

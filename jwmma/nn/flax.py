@@ -11,8 +11,9 @@ every ``nnx.Linear`` of an existing model over in place (the parameters stay whe
 
 The kernel (in, out) is matmul's w (K, N): pruned 2:4 along the input features, the builtin's
 A. The layer's ``dot_general`` is `jwmma.dot_general` with the unit (`DotGeneral`): lax's
-contract, so the result dtype follows the inputs (or ``preferred_element_type``), and a
-``precision`` other than None/DEFAULT/HIGHEST is refused (the unit decides the arithmetic).
+contract, so the result dtype follows the inputs (or ``preferred_element_type``; float64 for an
+f64 unit, which needs ``jax_enable_x64`` on), and a ``precision`` other than None/DEFAULT/HIGHEST
+is refused (the unit decides the arithmetic).
 
 Any Flax layer that takes a ``dot_general`` (Linen ``Dense``/``DenseGeneral``, NNX
 ``Linear``/``LinearGeneral``) takes ``functools.partial(jwmma.dot_general, unit=unit)`` or
@@ -69,7 +70,7 @@ class Linear(nnx.Linear):
     """
 
     def __init__(self, in_features: int, out_features: int, *, unit: Unit | None = None,
-                 builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row", prune: bool | None = None,
+                 builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str | None = None, prune: bool | None = None,
                  target=None, backend=None, options=None, devices=None, mesh=None, mesh_axes=None, **kwargs):
         dot = _dot(unit, dict(builtin=builtin, model=model, scaling=scaling, prune=prune, target=target,
                               backend=backend, options=options, devices=devices, mesh=mesh, mesh_axes=mesh_axes),

@@ -4,6 +4,11 @@ precision, the operands' dtypes, the result dtype, and the explicit native fallb
 Nothing falls back to a native dot: operands the unit cannot take raise unless the unit says
 ``fallback="native"`` (then ``jax.lax.dot_general`` runs them, logged once per kind). Every
 message names the unit (builtin, formats, model, scaling) and what to pass instead.
+
+An f64 unit (`jwmma.quant.unit.is_f64`) computes in float64 from end to end, which JAX has only
+with ``jax_enable_x64`` on: `check_x64` refuses its use with the flag off (a TypeError naming
+the fix) instead of letting its operands or result turn float32; its result dtype is float64
+unless ``preferred_element_type`` says otherwise (`unit_result_dtype`).
 """
 from __future__ import annotations
 
@@ -15,9 +20,10 @@ import numpy as np
 from jax import lax
 
 from ..numerics.formats import format_of
-from .unit import Unit
+from .unit import Unit, is_f64
 
-__all__ = ["check_unit", "check_precision", "is_float", "result_dtype", "operand_error", "native_fallback", "LOGGER"]
+__all__ = ["check_unit", "check_precision", "is_float", "result_dtype", "unit_result_dtype", "check_x64",
+           "operand_error", "native_fallback", "LOGGER"]
 
 #: the logger of the explicit fallbacks (``Unit(fallback="native")``), one record per kind
 LOGGER = logging.getLogger("jwmma.quant")
@@ -99,8 +105,46 @@ def result_dtype(lhs_dtype, rhs_dtype, preferred_element_type=None):
     return np.dtype(jax.dtypes.canonicalize_dtype(out))
 
 
+def unit_result_dtype(unit: Unit, lhs_dtype, rhs_dtype, preferred_element_type=None):
+    """`result_dtype` for ``unit``: an f64 unit's result is float64 (its accumulator's type,
+    whatever the operands' dtypes) unless ``preferred_element_type`` names another float dtype,
+    into which the float64 result is rounded once.
+
+    Args:
+        unit: the `Unit`; lhs_dtype, rhs_dtype, preferred_element_type: as `result_dtype`.
+    Returns:
+        A numpy float dtype.
+    """
+    if is_f64(unit.spec) and preferred_element_type is None:
+        return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+    return result_dtype(lhs_dtype, rhs_dtype, preferred_element_type)
+
+
+def check_x64(unit: Unit, where: str) -> None:
+    """TypeError when ``unit`` is an f64 unit and ``jax_enable_x64`` is off: JAX then has no
+    float64 arrays, so its float64 operands and result would silently become float32. A unit
+    whose ``backward`` unit is an f64 unit is refused too, before its forward pass runs."""
+    if jax.config.jax_enable_x64:
+        return
+    role = "unit"
+    while unit is not None and not is_f64(unit.spec):
+        unit, role = unit.backward, "backward unit"
+    if unit is None:
+        return
+    raise TypeError(f"{where} with the f64 {role} {unit.builtin!r} needs jax_enable_x64 on: the unit takes and gives "
+                    f"float64 values, and with the flag off JAX holds them as float32 (their bits would be lost). "
+                    f"Turn it on before creating the arrays (jax.config.update('jax_enable_x64', True), or the "
+                    f"`with jax.enable_x64(True):` context), or call jwmma.gemm(a, b, builtin={unit.builtin!r}) on "
+                    f"numpy float64 arrays, which gives a numpy float64 array with the flag off")
+
+
 def operand_error(name: str, dtype, unit: Unit) -> ValueError:
     """The error for an operand ``name`` of a ``dtype`` the unit cannot take (not raised here)."""
+    if is_f64(unit.spec):
+        return ValueError(f"{name} has dtype {np.dtype(dtype)}, which the unit ({_unit_words(unit)}) cannot take: it "
+                          f"takes floating-point operands ({_FLOATS}), converted exactly to float64. Convert it, "
+                          f"e.g. {name}.astype(jnp.float64), or build the unit with fallback='native' to run such "
+                          f"contractions as jax.lax.dot_general (logged once)")
     return ValueError(f"{name} has dtype {np.dtype(dtype)}, which the unit ({_unit_words(unit)}) cannot take: it "
                       f"quantises floating-point operands ({_FLOATS}) into its input formats. Convert it, e.g. "
                       f"{name}.astype(jnp.float32) (jwmma.numerics.cast rounds float64 once into any format), or "

@@ -22,6 +22,14 @@ HIGHEST) of the effective operands (pruned, quantised, rescaled: the straight-th
 estimator; drhs is dense, so a pruning mask may move while training); with a backward unit
 both run as the same contraction through that unit (its own ``a``, ``prune``, ``scaling``):
 dlhs_c = g . rhs_eff over M, drhs_c = lhs_eff . g over N.
+
+An f64 unit (the f64 MFMA, ``scaling="none"``, used with ``jax_enable_x64`` on) takes the
+operands at their exact float64 values (float64 as it is, other floats converted exactly; A
+pruned when ``unit.prune``), hands them to `jwmma.gemm` (float64 in, float64 out: one FMA chain
+per output over K in order) and rounds its float64 result once into the result dtype (float64
+by default: the bits of ``jwmma.gemm(A, B)`` themselves). Its backward pass runs in float64:
+``backward=None`` native float64 products (precision HIGHEST) of the operands, a backward unit
+that unit on float64 ``g``.
 """
 from __future__ import annotations
 
@@ -42,9 +50,9 @@ from ..engine.options import resolve as resolve_options
 from ..engine.step import context
 from ..tiled import buckets, gemm, gemm_extent
 from . import scaling as sc
-from .arguments import is_float, result_dtype
+from .arguments import check_x64, is_float, result_dtype
 from .dimensions import canonical_operands
-from .unit import Unit
+from .unit import Unit, is_f64
 
 __all__ = ["contract", "quantise_gemm_operands", "effective_operands"]
 
@@ -62,11 +70,17 @@ def _as_f32(v):
     return lax.bitcast_convert_type(round_f64(sc.exact_f64(v), F32), jnp.float32)
 
 
+def _as_f64(v):
+    """A float input at its exact float64 value (float64 itself untouched: no rounding to
+    float32, no float arithmetic that could flush a subnormal)."""
+    return v if np.dtype(v.dtype) == np.float64 else sc.exact_f64(v)
+
+
 def quantise_gemm_operands(a, b, unit: Unit):
     """The instruction's operands as the unit builds them: A pruned along K (``unit.prune``),
     both quantised into the builtin's input formats (`scaling.Quantised`: values in the
-    formats, float32 inverse factors, for 'row' (*batch, M, 1) and (*batch, 1, N)). Call
-    inside `x64_scope()`.
+    formats, float32 inverse factors, for 'row' (*batch, M, 1) and (*batch, 1, N)); an f64
+    unit's are the exact float64 values, factors 1. Call inside `x64_scope()`.
 
     Args:
         a: (*batch, M, K) floats, the instruction's A; b: (*batch, K, N) floats, its B.
@@ -75,6 +89,12 @@ def quantise_gemm_operands(a, b, unit: Unit):
         ``(qa, qb)``, two `jwmma.quant.scaling.Quantised`.
     """
     spec = unit.spec
+    if is_f64(spec):  # float64 operands: no narrower format, nothing to scale (scaling "none")
+        at, bt = _as_f64(jnp.asarray(a)), _as_f64(jnp.asarray(b))
+        if unit.prune:
+            at = prune_2_4(_pad4(at))[..., :at.shape[-1]]
+        one = jnp.ones((1,) * at.ndim, jnp.float32)
+        return sc.Quantised(at, one), sc.Quantised(bt, one)
     at = _as_f32(jnp.asarray(a))
     if unit.prune:
         k = at.shape[-1]
@@ -97,7 +117,7 @@ def _pad_k(v, axis):
     widths[axis] = (0, pad)
     if not is_float(v.dtype):
         return jnp.pad(v, widths)
-    uint = {4: jnp.uint32, 2: jnp.uint16, 1: jnp.uint8}[np.dtype(v.dtype).itemsize]
+    uint = {8: jnp.uint64, 4: jnp.uint32, 2: jnp.uint16, 1: jnp.uint8}[np.dtype(v.dtype).itemsize]
     return lax.bitcast_convert_type(jnp.pad(lax.bitcast_convert_type(v, uint), widths), v.dtype)
 
 
@@ -113,11 +133,11 @@ def _compressed(a):
 
 
 def _convert(y, dtype):
-    """float32 ``y`` rounded once into ``dtype`` (module doc, step 3)."""
+    """float32 ``y`` (an f64 unit's: float64) rounded once into ``dtype`` (module doc, step 3)."""
     dtype = np.dtype(dtype)
-    if dtype == np.float32:
+    if np.dtype(y.dtype) == dtype:
         return y
-    v = sc.exact_f64(y)
+    v = _as_f64(y)
     return v if dtype == np.float64 else sc.cast(v, format_of(dtype))
 
 
@@ -125,8 +145,9 @@ def _convert(y, dtype):
 @functools.partial(jax.jit, static_argnums=(0, 3))  # one program per unit and shape, eager calls too
 def _forward(unit: Unit, lhs_c, rhs_c, effective: bool):
     """y_c (G, N, M) float32 and, when ``effective``, the effective operands (lhs_eff (G, N, K),
-    rhs_eff (G, K, M), float32) for the backward pass (else None). Called inside `x64_scope()`,
-    so that transformations of its program (vmap) also see 64-bit types."""
+    rhs_eff (G, K, M), float32) for the backward pass (else None); an f64 unit's are float64.
+    Called inside `x64_scope()`, so that transformations of its program (vmap) also see 64-bit
+    types."""
     swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
     a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
     qa, qb = quantise_gemm_operands(a_in, b_in, unit)
@@ -135,23 +156,25 @@ def _forward(unit: Unit, lhs_c, rhs_c, effective: bool):
     scales = dict(scale_a=qa.scales, scale_b=qb.scales) if unit.scaling == "mx" else {}
     d = gemm(a_gemm, b_gemm, **unit.gemm_keywords(), **scales)  # (G, M, N), the accumulator's dtype
     unscaled = unit.scaling in ("none", "mx")  # no factor to undo ("mx": the instruction applied its scales)
-    y = d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
+    f64 = is_f64(unit.spec)  # float64 D, kept as it is
+    y = d if f64 else d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
         sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
     eff = None
     if effective:
-        ea, eb = sc.effective(qa, unit.spec.a_format, axis=-1), sc.effective(qb, unit.spec.b_format, axis=-2)
+        ea, eb = (qa.values, qb.values) if f64 else \
+            (sc.effective(qa, unit.spec.a_format, axis=-1), sc.effective(qb, unit.spec.b_format, axis=-2))
         eff = (swap(eb), swap(ea)) if unit.a == "rhs" else (ea, eb)
     return swap(y) if unit.a == "rhs" else y, eff
 
 
 @functools.partial(jax.jit, static_argnums=0)  # apart from the GEMM: result dtypes share its program
 def _to_dtype(dtype, y):
-    """float32 ``y`` rounded once into ``dtype`` (inside `x64_scope()`)."""
+    """float32 (f64 unit: float64) ``y`` rounded once into ``dtype`` (inside `x64_scope()`)."""
     return _convert(y, dtype)
 
 
 def _result(y, dtype):
-    return y if np.dtype(dtype) == np.float32 else _to_dtype(dtype, y)
+    return y if np.dtype(dtype) == np.dtype(y.dtype) else _to_dtype(dtype, y)
 
 
 @functools.lru_cache(maxsize=256)
@@ -170,8 +193,10 @@ def effective_operands(unit: Unit, lhs_c, rhs_c):
             (`dimensions.canonical_operands`).
     Returns:
         ``(lhs_eff, rhs_eff)``: numpy float64 arrays of lhs_c's and rhs_c's shapes, holding
-        the float32 values the unit's forward program hands its backward pass.
+        the float32 values the unit's forward program hands its backward pass (an f64 unit's:
+        the float64 operands, A pruned where it prunes).
     """
+    check_x64(unit, "jwmma.quant.effective_operands")
     with x64_scope():  # the operands as `contract` hands them to the unit's program
         _, (le, re) = _forward(_forward_unit(unit), lhs_c, rhs_c, True)
         return np.asarray(le, np.float64), np.asarray(re, np.float64)
@@ -182,11 +207,13 @@ def effective_operands(unit: Unit, lhs_c, rhs_c):
 def _core(unit: Unit, out_dtype):
     """The custom_vjp function (lhs_c, rhs_c) -> y_c of one unit and result dtype."""
     forward_unit = _forward_unit(unit)
+    f64 = is_f64(unit.spec)
 
     @jax.custom_vjp
     def f(lhs_c, rhs_c):
         with x64_scope():
-            return _result(_forward(forward_unit, lhs_c, rhs_c, False)[0], out_dtype)
+            # an f64 unit's effective operands are its float64 inputs (no work): one program for f and fwd
+            return _result(_forward(forward_unit, lhs_c, rhs_c, f64)[0], out_dtype)
 
     def fwd(lhs_c, rhs_c):
         with x64_scope():
@@ -196,22 +223,32 @@ def _core(unit: Unit, out_dtype):
 
     def bwd(res, g):
         lhs_eff, rhs_eff, lhs_like, rhs_like = res
-        g = g.astype(jnp.float32)
-        nb = g.ndim - 2
-        batch = tuple(range(nb))
-        over_m = ((nb + 1,), (nb + 1,), batch, batch)  # g (*b, N, M) . rhs_eff (*b, K, M) -> (*b, N, K)
-        over_n = ((nb,), (nb,), batch, batch)  # lhs_eff (*b, N, K) . g (*b, N, M) -> (*b, K, M)
-        if unit.backward is None:  # g @ rhs_eff^T and lhs_eff^T @ g, written as jwmma.matmul always wrote them
-            mm = functools.partial(jnp.dot if nb == 0 else jnp.matmul, precision=lax.Precision.HIGHEST)
-            swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
-            dl, dr = mm(g, swap(rhs_eff)), mm(swap(lhs_eff), g)
-        else:  # what jwmma.dot_general runs for these float32 operands, its checks passed by construction
-            dl = contract(unit.backward, g, rhs_eff, over_m, result_dtype(g.dtype, rhs_eff.dtype))
-            dr = contract(unit.backward, lhs_eff, g, over_n, result_dtype(lhs_eff.dtype, g.dtype))
+        if f64:  # g at its exact float64 value; the grads rounded once into the operands' dtypes
+            with x64_scope():
+                dl, dr = _backward(unit, _as_f64(g), lhs_eff, rhs_eff)
+                return _convert(dl, lhs_like.dtype), _convert(dr, rhs_like.dtype)
+        dl, dr = _backward(unit, g.astype(jnp.float32), lhs_eff, rhs_eff)
         return dl.astype(lhs_like.dtype), dr.astype(rhs_like.dtype)
 
     f.defvjp(fwd, bwd)
     return f
+
+
+def _backward(unit: Unit, g, lhs_eff, rhs_eff):
+    """(dlhs_c, drhs_c) of the cotangent ``g`` (*b, N, M) (float32; an f64 unit's float64) and
+    the effective operands (module doc): native products of ``g``'s dtype, or the backward unit."""
+    nb = g.ndim - 2
+    batch = tuple(range(nb))
+    over_m = ((nb + 1,), (nb + 1,), batch, batch)  # g (*b, N, M) . rhs_eff (*b, K, M) -> (*b, N, K)
+    over_n = ((nb,), (nb,), batch, batch)  # lhs_eff (*b, N, K) . g (*b, N, M) -> (*b, K, M)
+    if unit.backward is None:  # g @ rhs_eff^T and lhs_eff^T @ g, written as jwmma.matmul always wrote them
+        mm = functools.partial(jnp.dot if nb == 0 else jnp.matmul, precision=lax.Precision.HIGHEST)
+        swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
+        dl, dr = mm(g, swap(rhs_eff)), mm(swap(lhs_eff), g)
+    else:  # what jwmma.dot_general runs for these operands, its checks passed by construction
+        dl = contract(unit.backward, g, rhs_eff, over_m, result_dtype(g.dtype, rhs_eff.dtype))
+        dr = contract(unit.backward, lhs_eff, g, over_n, result_dtype(lhs_eff.dtype, g.dtype))
+    return dl, dr
 
 
 @jax.custom_vjp
@@ -259,6 +296,7 @@ def contract(unit: Unit, lhs, rhs, dims, out_dtype, *, a_what: str | None = None
     Returns:
         ``lax.dot_general``'s result shape (batch, lhs free, rhs free) in ``out_dtype``.
     """
+    check_x64(unit, "a contraction through a Unit")  # (a backward unit's too)
     lhs_c, rhs_c, out_shape = canonical_operands(lhs, rhs, dims)
     k = lhs_c.shape[-1]
     _check_gemm(unit, lhs_c, rhs_c, k, a_what or f"{unit.a} (the unit's A) along its contracting dims (K)")

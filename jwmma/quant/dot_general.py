@@ -14,6 +14,11 @@ in operand order) and computes it as the unit's tiled GEMM (`jwmma.gemm`), one j
 3. `contraction`: the float32 result rounded once into the result dtype
    (``preferred_element_type``, or ``jnp.result_type(lhs, rhs)`` as lax).
 
+An f64 unit (the f64 MFMA) skips the quantisation: its operands enter `jwmma.gemm` at their
+exact float64 values and its float64 result is rounded once into the result dtype, float64
+unless ``preferred_element_type`` says otherwise. It needs ``jax_enable_x64`` on (TypeError
+otherwise: JAX has no float64 arrays without it).
+
 `arguments` checks the unit, the precision and the dtypes. Nothing falls back to a native
 dot: operands the unit cannot take raise unless the unit says ``fallback="native"`` (then
 ``jax.lax.dot_general`` runs them, logged once per kind). `einsum` is one `dot_general` of
@@ -29,7 +34,8 @@ from ..engine.validation import as_array
 from ..keywords import strict_keywords
 # contract, quantise_gemm_operands, check_dimension_numbers, result_dtype, einsum_dimension_numbers and LOGGER
 # stay names of this module (__all__): jwmma.nn.qwix, the transformer study and users import them from here
-from .arguments import LOGGER, check_precision, check_unit, is_float, native_fallback, operand_error, result_dtype
+from .arguments import (LOGGER, check_precision, check_unit, check_x64, is_float, native_fallback, operand_error,
+                        result_dtype, unit_result_dtype)
 from .contraction import contract, effective_operands, quantise_gemm_operands
 from .dimensions import canonical_operands, check_dimension_numbers
 from .einsum_subscripts import einsum_dimension_numbers
@@ -48,13 +54,14 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         lhs: array (the instruction's B with the default ``unit.a == "rhs"``: activations);
             rhs: array (its A: the weights, 2:4-pruned along the contracting dims when
             ``unit.prune``). Floats: float32, float16, bfloat16, an ml_dtypes fp8 type, float64
-            (rounded to float32 first); other dtypes raise unless ``unit.fallback == "native"``.
+            (rounded to float32 first; an f64 unit takes every float at its exact float64
+            value); other dtypes raise unless ``unit.fallback == "native"``.
         dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``, as
             lax: any number of dims in any positions (non-negative indices).
         precision: None, DEFAULT or HIGHEST (or a pair of them): the unit's arithmetic is its
             own; anything else raises (`jwmma.quant.arguments.check_precision` says why).
         preferred_element_type: the result dtype (a float dtype) or None (the operands'
-            promoted dtype, as lax).
+            promoted dtype, as lax; float64 for an f64 unit).
         unit: a `jwmma.Unit` (keyword; ``functools.partial(jwmma.dot_general, unit=unit)`` is
             a ``dot_general`` for Flax layers).
         out_sharding: None (lax's keyword; place the result with
@@ -62,10 +69,12 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     Returns:
         (*batch, *lhs_free, *rhs_free) in the result dtype: the unit's accumulators with the
         quantisation factors undone in float32, rounded once into the result dtype
-        (`jwmma.quant.contraction`). Differentiable (``unit.backward``), works under ``jit``
-        and ``vmap``.
+        (`jwmma.quant.contraction`; an f64 unit's float64 result rounded once). Differentiable
+        (``unit.backward``), works under ``jit`` and ``vmap``. An f64 unit with
+        ``jax_enable_x64`` off raises TypeError (module doc).
     """
     unit = check_unit(unit, "jwmma.dot_general")
+    check_x64(unit, "jwmma.dot_general")
     lhs, rhs = as_array(lhs, "lhs"), as_array(rhs, "rhs")
     dims = check_dimension_numbers(dimension_numbers, tuple(lhs.shape), tuple(rhs.shape))
     if out_sharding is not None:
@@ -77,7 +86,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                 return native_fallback(unit, lhs, rhs, dimension_numbers, precision, preferred_element_type)
             raise operand_error(name, v.dtype, unit)
     check_precision(precision, unit)
-    out_dtype = result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    out_dtype = unit_result_dtype(unit, lhs.dtype, rhs.dtype, preferred_element_type)
     return contract(unit, lhs, rhs, dims, out_dtype)
 
 
@@ -97,6 +106,7 @@ def effective_product(lhs, rhs, dimension_numbers, *, unit: Unit):
         float64's rounding (numpy's matmul).
     """
     unit = check_unit(unit, "jwmma.quant.effective_product")
+    check_x64(unit, "jwmma.quant.effective_product")
     lhs, rhs = as_array(lhs, "lhs"), as_array(rhs, "rhs")
     lc, rc, lb, rb = check_dimension_numbers(dimension_numbers, tuple(lhs.shape), tuple(rhs.shape))
     for name, v in (("lhs", lhs), ("rhs", rhs)):
@@ -126,6 +136,7 @@ def einsum(subscripts: str, *operands, unit: Unit | None = None, precision=None,
         order they appear in the instruction's A operand.
     """
     unit = check_unit(unit, "jwmma.einsum")
+    check_x64(unit, "jwmma.einsum")
     if not isinstance(subscripts, str):
         raise TypeError(f"jwmma.einsum takes the subscripts string first, got {type(subscripts).__name__}; "
                         f"e.g. jwmma.einsum('bsk,kn->bsn', x, w, unit=unit)")

@@ -22,8 +22,9 @@ import numpy as np
 from ..engine.validation import as_array
 from ..keywords import strict_keywords
 from ..numerics.formats import format_of
+from .arguments import check_x64
 from .contraction import contract, quantise_gemm_operands
-from .unit import Unit
+from .unit import Unit, is_f64
 
 __all__ = ["matmul", "MatmulConfig", "quantise_operands", "config", "apply"]
 
@@ -31,7 +32,7 @@ __all__ = ["matmul", "MatmulConfig", "quantise_operands", "config", "apply"]
 MatmulConfig = Unit
 
 
-def config(*, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling="row", prune=None, target=None,
+def config(*, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, scaling=None, prune=None, target=None,
            backend=None, options=None, devices=None, mesh=None, mesh_axes=None, formats=None) -> Unit:
     """The `jwmma.Unit` of `matmul`'s keywords (checked: ValueError/TypeError naming the
     keyword). The layers of `jwmma.nn` build one at construction time.
@@ -73,14 +74,15 @@ def quantise_operands(x2, w, cfg: Unit):
 
 
 @strict_keywords
-def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str = "row",
+def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, scaling: str | None = None,
            prune: bool | None = None, target: str | None = None, backend: str | None = None, options=None,
            devices=None, mesh=None, mesh_axes=None, formats: tuple | None = None):
     """y = x @ w as the matrix unit computes it: w 2:4-sparse along K as the builtin's A.
 
     Args:
         x: (..., K) floats (float32, float16, bfloat16, an ml_dtypes fp8 type; float64 is
-            rounded to float32 first); the leading dims are the GEMM's N (tokens).
+            rounded to float32 first, except by the f64 MFMA, which take every float exactly);
+            the leading dims are the GEMM's N (tokens).
         w: (K, N) floats; pruned 2:4 along K (`jwmma.prune_2_4`, the two largest magnitudes
             of every 4) when ``prune=True`` (None, the default: True for the sparse builtins,
             False for the dense ones, the RDNA4 WMMA and CDNA MFMA); with ``prune=False`` a
@@ -94,14 +96,16 @@ def matmul(x, w, *, builtin: str = "smfmac_f32_16x16x128_fp8_fp8", model=None, s
             as ``jwmma study``), 'tensor' (one factor per operand), 'none' (a plain
             cast: RNE, out of range -> Inf, or NaN without Inf) or 'mx' (the block-scaled
             builtins: OCP MX E8M0 scales per 32 elements along K, applied by the
-            instruction). `jwmma.quant.scaling` has the exact recipe.
+            instruction). `jwmma.quant.scaling` has the exact recipe. None (default): 'row',
+            or 'none' for the f64 MFMA (`jwmma.Unit`).
         formats: a block-scaled builtin's (w, x) element formats ('fp8', 'bf8', 'fp6', 'bf6',
             'fp4'; None: fp8 x fp8), e.g. ('fp4', 'fp8') for MXFP4 weights and MXFP8 tokens.
         backend, options: execution options of `jwmma.gemm` (never the bits).
         devices, mesh, mesh_axes: the sharded gemm's keywords (the GEMM's M = output
             channels, N = tokens).
     Returns:
-        (..., N) float32: the accumulators with the factors undone, fl32(fl32(d * r_w) * r_x).
+        (..., N) float32: the accumulators with the factors undone, fl32(fl32(d * r_w) * r_x);
+        float64 for the f64 MFMA (with ``jax_enable_x64`` on: the float64 D of `jwmma.gemm`).
         With scaling='none' and a float32 accumulator these are the bits of
         ``jwmma.gemm(w^T, x^T, builtin=..., model=...)`` transposed (the operands cast to the
         input formats, w pruned). Differentiable: straight-through estimator (module doc).
@@ -118,10 +122,12 @@ def apply(cfg: Unit, x, w):
     Args:
         cfg: a `jwmma.Unit` with ``a="rhs"``; x: (..., K) floats; w: (K, N) floats.
     Returns:
-        (..., N) float32 (`matmul`).
+        (..., N) float32 (`matmul`; float64 for an f64 unit).
     """
+    check_x64(cfg, "jwmma.matmul")
     x, w = _check_operands(x, w)
     if cfg.a != "rhs":
         raise ValueError(f"matmul takes w as the unit's A: the unit must have a='rhs', got a={cfg.a!r}")
     dims = ((x.ndim - 1,), (0,), (), ())
-    return contract(cfg, x, w, dims, np.dtype(np.float32), a_what="w^T (w along K)")
+    out = np.float64 if is_f64(cfg.spec) else np.float32  # the f64 MFMA's D is float64 (needs x64: `contract`)
+    return contract(cfg, x, w, dims, np.dtype(out), a_what="w^T (w along K)")

@@ -11,6 +11,13 @@ argument everywhere), so a fixed unit never recompiles anything per call, and
 Every field is checked when the unit is built (a TypeError or ValueError naming the field, what
 it takes and what it got), so a wrong unit fails where it is written, not inside a model's
 forward pass.
+
+The f64 MFMA (``mfma_f64_16x16x4f64``, ``mfma_f64_4x4x4f64``) make an f64 unit: its operands
+enter as float64 values (no narrower format, so ``scaling="none"``), its GEMM is `jwmma.gemm`'s
+float64 one and its result float64 (BUILTINS_DENSE.md 11). JAX has float64 arrays only with
+``jax_enable_x64`` on, so such a unit is used with x64 on (`jwmma.dot_general` raises
+TypeError otherwise); it is built whatever the flag says, since a unit is a value that may be
+written before the flag is set.
 """
 from __future__ import annotations
 
@@ -25,7 +32,7 @@ from ..isa.table import SCALE_FORMATS, lookup
 from ..keywords import check_keywords
 from . import scaling as sc
 
-__all__ = ["Unit", "OPERANDS", "FALLBACKS", "DEFAULT_BUILTIN"]
+__all__ = ["Unit", "OPERANDS", "FALLBACKS", "DEFAULT_BUILTIN", "is_f64", "default_scaling"]
 
 #: the values of ``Unit.a``: which operand of ``dot_general(lhs, rhs, ...)`` is the builtin's A
 OPERANDS = ("rhs", "lhs")
@@ -33,6 +40,17 @@ OPERANDS = ("rhs", "lhs")
 FALLBACKS = (None, "native")
 #: the builtin of ``Unit()``: CDNA4's fp8 SMFMAC
 DEFAULT_BUILTIN = "smfmac_f32_16x16x128_fp8_fp8"
+
+
+def is_f64(spec) -> bool:
+    """Whether ``spec`` (a `jwmma.BuiltinSpec`) is an f64 MFMA row (float64 A, B, C)."""
+    return spec.c_type == "f64"
+
+
+def default_scaling(spec) -> str:
+    """``Unit(scaling=None)``'s scaling for ``spec``: 'row', or 'none' for the f64 MFMA (their
+    float64 operands have no narrower format to be scaled into)."""
+    return "none" if is_f64(spec) else "row"
 
 
 def _hashable_devices(devices):
@@ -70,12 +88,16 @@ class Unit(metaclass=_NamedFields):
     Args:
         builtin: a floating-point builtin of `jwmma.BUILTINS` (its A and B formats are the
             operands' formats, its C format the accumulator's); sparse (SMFMAC/SWMMAC) or dense
-            (the RDNA4 ``wmma_*_gfx12`` rows).
+            (WMMA, MFMA). The f64 MFMA ``mfma_f64_16x16x4f64`` / ``mfma_f64_4x4x4f64`` need
+            ``jax_enable_x64`` on when the unit is used (module doc); they run on one device
+            with the XLA backend, as their `jwmma.gemm` does.
         model: a preset name, model text or `jwmma.models.Model` (None: the builtin's default).
         scaling: 'row' (A per row of the GEMM = per output channel of a weight, B per column =
             per token), 'tensor' (one factor per operand), 'none' (a plain cast) or 'mx' (OCP
             MX: E8M0 scales per 32 elements along K, which the block-scaled builtins
-            ``mfma_scale_*`` apply themselves); `jwmma.quant.scaling` has the recipe.
+            ``mfma_scale_*`` apply themselves); `jwmma.quant.scaling` has the recipe. None
+            (default): 'row', or 'none' for the f64 MFMA, which take no other (their operands
+            enter as float64 values, exactly).
         formats: a block-scaled builtin's (A, B) element formats, names ('fp8', 'bf8', 'fp6',
             'bf6', 'fp4') or codes 0..4 (None: fp8 x fp8); other builtins take None.
         prune: A is pruned to 2:4 along its contracting dimension (`jwmma.prune_2_4`) before
@@ -102,7 +124,7 @@ class Unit(metaclass=_NamedFields):
     builtin: str = DEFAULT_BUILTIN
     _: dataclasses.KW_ONLY
     model: object = None
-    scaling: str = "row"
+    scaling: str | None = None
     formats: tuple | None = None
     prune: bool | None = None
     target: str | None = None
@@ -125,8 +147,13 @@ class Unit(metaclass=_NamedFields):
             raise ValueError(f"Unit(builtin={self.builtin!r}): a unit runs floating-point builtins; this one has "
                              f"integer inputs ({spec.a_type} x {spec.b_type} -> {spec.c_type}): pick a "
                              f"f16/bf16/fp8/bf8 builtin, e.g. {DEFAULT_BUILTIN!r}")
+        if self.scaling is None:
+            object.__setattr__(self, "scaling", default_scaling(spec))
         if self.scaling not in sc.SCALINGS:
-            raise ValueError(f"scaling must be one of {sc.SCALINGS}, got {self.scaling!r} (a Unit field)")
+            raise ValueError(f"scaling must be one of {sc.SCALINGS} or None (the builtin's default), got "
+                             f"{self.scaling!r} (a Unit field)")
+        if is_f64(spec):
+            self._check_f64(spec)
         if self.scaling == "mx" and not spec.scaled:
             raise ValueError(f"Unit(scaling='mx'): MX block scales are applied by the block-scaled builtins "
                              f"(mfma_scale_f32_16x16x128_f8f6f4, mfma_scale_f32_32x32x64_f8f6f4); {spec.name} has "
@@ -154,6 +181,24 @@ class Unit(metaclass=_NamedFields):
         except TypeError as e:
             raise TypeError(f"a Unit's fields must be hashable values (a unit keys compiled programs): {e}") from None
 
+    def _check_f64(self, spec) -> None:
+        """What an f64 unit refuses when it is built: scaling other than 'none', the execution
+        choices the f64 GEMM has not (`jwmma.gemm` with these rows: one device, XLA)."""
+        if self.scaling != "none":
+            raise ValueError(f"Unit(builtin={self.builtin!r}, scaling={self.scaling!r}): the f64 MFMA multiplies "
+                             f"float64 operands as they are; there is no narrower format to quantise them into, so "
+                             f"no factor to choose. Pass scaling='none' (or leave scaling unset: None picks 'none' "
+                             f"for the f64 rows)")
+        backend = self.backend if self.backend is not None else getattr(self.options, "backend", None)
+        if backend == "pallas":
+            raise ValueError(f"Unit(builtin={self.builtin!r}, backend='pallas'): the Pallas kernels move 32-bit codes "
+                             f"and have no f64 MFMA kernel; pass backend='xla' or 'auto' (or None)")
+        for name in ("devices", "mesh", "mesh_axes"):
+            if getattr(self, name) is not None:
+                raise ValueError(f"Unit(builtin={self.builtin!r}, {name}=...): the f64 MFMA's GEMM runs on one device "
+                                 f"(jwmma.gemm's sharded paths move 32-bit codes); got {name}="
+                                 f"{getattr(self, name)!r}, pass None (split the batch yourself to use more devices)")
+
     @property
     def spec(self):
         """The builtin's `jwmma.BuiltinSpec` (for the unit's target and formats)."""
@@ -161,11 +206,14 @@ class Unit(metaclass=_NamedFields):
 
     def replace(self, **changes) -> "Unit":
         """A copy with ``changes`` (checked like a new unit). A ``prune`` that was the old
-        builtin's default follows the new builtin's default when ``builtin``/``target`` change."""
+        builtin's default follows the new builtin's default when ``builtin``/``target`` change,
+        and so does a ``scaling`` that was the old builtin's default ('row'; 'none' for f64)."""
         check_keywords("Unit.replace", _fields_signature(type(self)), changes)
-        if ("builtin" in changes or "target" in changes) and "prune" not in changes \
-                and self.prune == (not self.spec.dense):
-            changes["prune"] = None
+        if "builtin" in changes or "target" in changes:
+            if "prune" not in changes and self.prune == (not self.spec.dense):
+                changes["prune"] = None
+            if "scaling" not in changes and self.scaling == default_scaling(self.spec):
+                changes["scaling"] = None
         return dataclasses.replace(self, **changes)
 
     def gemm_keywords(self) -> dict:
@@ -183,7 +231,6 @@ def _format_codes(builtin: str, target, formats):
     """A unit's ``formats`` as (A code, B code) for a block-scaled builtin (None: (0, 0)), None
     for the other builtins; ValueError for names or codes that are none of `SCALE_FORMATS`."""
     spec = lookup(builtin, target)
-    spec.require_32bit("Unit")
     if not spec.scaled:
         if formats is not None:
             raise ValueError(f"Unit(formats=...) applies to the block-scaled builtins (mfma_scale_*); {spec.name}'s "

@@ -3,13 +3,16 @@
 Written from IEEE 754-2019 (fusedMultiplyAdd: the exact a*b + c rounded once; 6.3 signed zeros;
 7.2 invalid operations) and MMA-Sim 2.1.1's ``MMA_FMA`` (``c = fma(a[..., i], b[..., i], c)`` for
 i in K order, ``std::fma`` on doubles), never from jwmma and never importing it. Codes are
-64-bit ints (the doubles' bit patterns).
+64-bit ints (the doubles' bit patterns). `gemm` is the tiled GEMM of the f64 MFMA written from
+docs/spec/BUILTINS_DENSE.md 11: every output one chain over the whole K in order.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .formats import F64, decode, encode, qnan
 
-__all__ = ["fma", "chain", "QNAN"]
+__all__ = ["fma", "chain", "gemm", "QNAN"]
 
 QNAN = qnan(F64)
 
@@ -46,3 +49,21 @@ def chain(a: list[int], b: list[int], c: int) -> int:
     for x, y in zip(a, b):
         c = fma(x, y, c)
     return c
+
+
+def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, step: int = 1) -> np.ndarray:
+    """D = A x B + C as the tiled GEMM issues the f64 MFMA: every output one `chain` over k =
+    0..K-1 from C (+0 without C), K padded with +0 products to a multiple of ``step`` (the
+    builtin's K).
+
+    Args:
+        a: (M, K) float64; b: (K, N) float64; c: (M, N) float64 or None; step: K per instruction.
+    Returns:
+        (M, N) float64 (every NaN `QNAN`).
+    """
+    (m, k), n = a.shape, b.shape[1]
+    kp = -(-k // step) * step
+    bits = lambda x: [int(v) for v in np.ascontiguousarray(x).view(np.uint64)] + [0] * (kp - len(x))
+    c_bits = np.zeros((m, n), np.uint64) if c is None else np.ascontiguousarray(c).view(np.uint64)
+    return np.array([[chain(bits(a[i]), bits(b[:, j]), int(c_bits[i, j])) for j in range(n)] for i in range(m)],
+                    np.uint64).view(np.float64)
