@@ -75,8 +75,8 @@ def test_the_bucket_of_a_shape():
     from jwmma.isa.table import lookup
 
     spec = lookup("smfmac_f32_16x16x128_fp8_fp8")
-    assert buckets.capacity(spec, 37, 45, 300) == (256, 256, 1024)
-    assert buckets.capacity(spec, 257, 1025, 4096) == (512, 2048, 4096)
+    assert buckets.capacity(spec, 37, 45, 300) == (512, 512, 4096)
+    assert buckets.capacity(spec, 513, 2049, 4097) == (2048, 8192, 16384)
     a = np.ones((3, 5), ml_dtypes.bfloat16)
     p = buckets.pad_bits(a, {-2: 4, -1: 8})
     assert p.shape == (4, 8) and p.dtype == a.dtype and not _bits(p)[3:, :].any() and not _bits(p)[:, 5:].any()

@@ -100,7 +100,7 @@ class Options:
         defaults), 'fast' (on CPUs: compiles 2-4x faster, runs 10-20x slower) or 'auto' (fast
         for a call of at most 2**22 products, weighted by the model, where the run costs less than the compiling).
     shape_buckets: eager GEMMs on the XLA path on one device run in the program of their
-        shape's bucket (power-of-two M, N, K; `jwmma.tiled.buckets`), so that a sweep over
+        shape's bucket (M, N of 512 * 4**j, K of 4096 * 4**j; `jwmma.tiled.buckets`), so that a sweep over
         shapes compiles a few programs instead of one per shape; only the GEMM's own blocks
         and K steps run. False: one program per shape.
     """

@@ -307,7 +307,7 @@ def contract(unit: Unit, lhs, rhs, dims, out_dtype, *, a_what: str | None = None
     if bucket is not None:  # an eager contraction of a few shapes: its bucket's program, cut on the host
         lhs_p, rhs_p, (n, m, _) = bucket
         with x64_scope():
-            y = _forward_bucket(_forward_unit(unit), np.dtype(out_dtype), lhs_p, rhs_p, bucket[2])
+            y = _result(_forward_bucket(_forward_unit(unit), lhs_p, rhs_p, bucket[2]), out_dtype)
         return jax.device_put(np.ascontiguousarray(np.asarray(y)[..., :n, :m].reshape(out_shape)))
     return jnp.reshape(_core(unit, np.dtype(out_dtype))(lhs_c, rhs_c), out_shape)
 
@@ -331,16 +331,16 @@ def _bucket(unit: Unit, lhs_c, rhs_c):
     bm, bn, bk = buckets.capacity(spec, gm, gn, k)
     bn_c, bm_c = (bn, bm) if unit.a == "rhs" else (bm, bn)
     g = int(np.prod(np.broadcast_shapes(lhs_c.shape[:-2], rhs_c.shape[:-2]), dtype=np.int64))
-    if g * bm * bn * bk > buckets.MAX_PRODUCTS:
+    if not buckets.fits(g, bm, bn, bk):
         return None
     lhs_p = buckets.pad_bits(lhs_c, {-2: bn_c, -1: bk})
     rhs_p = buckets.pad_bits(rhs_c, {-2: bk, -1: bm_c})
     return lhs_p, rhs_p, np.asarray([n, m, k], np.int32)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))  # one program per unit, result dtype and bucket
-def _forward_bucket(unit: Unit, out_dtype, lhs_c, rhs_c, extent):
-    """`_forward`'s result, in ``out_dtype``, of canonical operands zero-padded to a bucket from
+@functools.partial(jax.jit, static_argnums=0)  # one program per unit and bucket (result dtypes: `_to_dtype`)
+def _forward_bucket(unit: Unit, lhs_c, rhs_c, extent):
+    """`_forward`'s float32 result of canonical operands zero-padded to a bucket from
     an (N, M, K) = ``extent`` contraction: zeros change no row or column factor, no MX block
     scale and no 2:4 choice of the extent's values, and the GEMM computes only the extent
     (`jwmma.tiled.gemm_extent`). Returns (G, Nb, Mb); the values past the extent are not
@@ -356,4 +356,4 @@ def _forward_bucket(unit: Unit, out_dtype, lhs_c, rhs_c, extent):
     unscaled = unit.scaling in ("none", "mx")
     y = d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
         sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
-    return _convert(swap(y) if unit.a == "rhs" else y, out_dtype)
+    return swap(y) if unit.a == "rhs" else y

@@ -122,8 +122,10 @@ def _rows(kernel, prepare, finish, ops, lead, spec, model, ctx, options, m, n, m
     return lax.fori_loop(0, mp // rows, body, vary_like(jnp.zeros(lead + (m, n), out_dtype), *ops))
 
 
-#: columns of one block of `run_extent` (at most; a power of two, so that it divides a bucket's N)
-EXTENT_COLS = 256
+#: rows and columns of one block of `run_extent` (at most; powers of two, so that they divide a
+#: bucket's M and N): small, so that a GEMM much smaller than its bucket computes little more
+#: than itself (64 x 64 outputs for a one-tile GEMM)
+EXTENT_ROWS, EXTENT_COLS = 64, 64
 
 
 def run_extent(kernel, prepare, finish, operands, extent, *, spec: BuiltinSpec, model, ctx, options, batch: tuple,
@@ -150,7 +152,9 @@ def run_extent(kernel, prepare, finish, operands, extent, *, spec: BuiltinSpec, 
     cols = min(n, EXTENT_COLS)
     while n % cols or cols % spec.n:  # a divisor of N and a multiple of the tile width
         cols -= 1
-    rows = row_block(spec, model, ctx, options, m, cols, total)
+    rows = min(row_block(spec, model, ctx, options, m, cols, total), EXTENT_ROWS)
+    while m % rows or rows % spec.m:
+        rows -= 1
     extent = jnp.asarray(extent, jnp.int32)
     row_blocks = (extent[0] + rows - 1) // rows
     col_blocks = (extent[1] + cols - 1) // cols

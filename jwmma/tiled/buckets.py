@@ -3,16 +3,17 @@
 
 Every new shape is a new XLA program, and compiling one costs 0.5-2 CPU seconds, more than a
 small GEMM's run. So an eager `jwmma.gemm` (and a `jwmma.Unit`'s eager contraction) of a small
-GEMM on the XLA path on one device runs in its *bucket*: M and N rounded up to a power of two
-(at least `MIN_MN`), K to a power of two (at least `MIN_K`), the batch kept. The operands are
+GEMM on the XLA path on one device runs in its *bucket*: M and N rounded up to 512 * 4**j
+(`MIN_MN`, `GROWTH`), K to 4096 * 4**j (`MIN_K`), the batch kept. The operands are
 zero-padded on the host, on their bits (no XLA program per shape, no float copy), and the
 bucket's program runs only the blocks of rows and columns and the K steps of the GEMM's own
 extent (`blocks.run_extent`, `paths.gemm_path`'s ``extent``): the padding is never computed
 on, so D has the bits of the unbucketed GEMM. One program serves every shape of its bucket;
-a sweep over M, N in 64..512 and K in 512..4096 compiles one.
+a sweep over M, N up to 512 and K up to 4096 compiles one (two once it is called often enough
+for 'auto' compile effort to tier up: `jwmma.engine.effort`).
 
-What stays per shape: `Options(shape_buckets=False)`; a GEMM past `MAX_PRODUCTS` bucket
-products (its run outweighs a compile); traced operands (inside the user's jit every shape is
+What stays per shape: `Options(shape_buckets=False)`; a GEMM whose bucket holds more than
+`MAX_ELEMENTS` operand and result elements (its run outweighs a compile); traced operands (inside the user's jit every shape is
 the user's program anyway, and a gradient traces); several devices; the Pallas kernels; the
 f64 MFMA. Bucketing changes no bit (`tests/test_buckets.py`).
 """
@@ -22,17 +23,23 @@ import numpy as np
 
 from ..engine.validation import is_concrete
 
-__all__ = ["MIN_MN", "MIN_K", "MAX_PRODUCTS", "size", "capacity", "pad_inputs", "pad_bits", "pad_positions"]
+__all__ = ["MIN_MN", "MIN_K", "GROWTH", "MAX_ELEMENTS", "size", "capacity", "fits", "pad_inputs", "pad_bits", "pad_positions"]
 
-#: the smallest bucket of M and N, and of K (a bucket's program runs only its extent's blocks)
-MIN_MN, MIN_K = 256, 1024
-#: bucket products (batch x M x N x K of the bucket) beyond which a GEMM keeps its own shape
-MAX_PRODUCTS = 2**31
+#: the smallest bucket of M and N, and of K; buckets grow by `GROWTH` (a bucket's program runs
+#: only its extent's blocks and steps, so a large bucket costs host padding and memory, not
+#: arithmetic: few, large buckets keep a sweep to one or two programs)
+MIN_MN, MIN_K, GROWTH = 512, 4096, 4
+#: operand and result elements of a bucket (batch x (M K + K N + M N)) beyond which a GEMM keeps
+#: its own shape
+MAX_ELEMENTS = 2**26
 
 
 def size(x: int, floor: int) -> int:
-    """The bucket of a dimension: the least power of two >= max(x, floor)."""
-    return 1 << (max(int(x), floor) - 1).bit_length()
+    """The bucket of a dimension: the least floor * GROWTH**j >= x."""
+    out = floor
+    while out < x:
+        out *= GROWTH
+    return out
 
 
 def capacity(spec, m: int, n: int, k: int) -> tuple[int, int, int]:
@@ -42,6 +49,11 @@ def capacity(spec, m: int, n: int, k: int) -> tuple[int, int, int]:
     if out[0] % spec.m or out[1] % spec.n or out[2] % spec.k:
         raise ValueError(f"bucket {out} is not whole tiles of {spec.name}")  # jwmma's own tables
     return out
+
+
+def fits(batch: int, bm: int, bn: int, bk: int) -> bool:
+    """Whether a bucket's operands and result stay within `MAX_ELEMENTS`."""
+    return batch * (bm * bk + bk * bn + bm * bn) <= MAX_ELEMENTS
 
 
 def pad_inputs(spec, options, a, b, c):
@@ -78,7 +90,7 @@ def pad_inputs(spec, options, a, b, c):
     except ValueError:
         return None
     bm, bn, bk = capacity(spec, m, n, k)
-    if 0 in batch or int(np.prod(batch, dtype=np.int64)) * bm * bn * bk > MAX_PRODUCTS:
+    if 0 in batch or not fits(int(np.prod(batch, dtype=np.int64)), bm, bn, bk):
         return None
     if pair:
         a = (pad_bits(a[0], {-2: bm, -1: bk // 2}), pad_positions(a[1], bm, bk // 2))
