@@ -1,8 +1,8 @@
 """Sweeps over shapes: programs compiled and CPU seconds for ten GEMM shapes of one unit
 (issue 35, goal 5; `jwmma.tiled.buckets`).
 
-    python benchmarks/bench_shapes.py                 # shape buckets on (the default)
-    python benchmarks/bench_shapes.py --own-shapes    # Options(shape_buckets=False): one program per shape
+    python benchmarks/bench_shapes.py                 # Options(shape_buckets=True)
+    python benchmarks/bench_shapes.py --own-shapes    # the default, shape_buckets=False: one program per shape
 
 Three sweeps over the same ten random shapes (M, N in 64..512, K a multiple of 4 in 512..4096 (the user's `prune_2_4` needs one), seed 0), each in
 a fresh process after a JAX warm-up: ``gemm`` (``jwmma.gemm`` of fp8 cdna3 with ``prune=True`` on

@@ -101,8 +101,9 @@ class Options:
         for a call of at most 2**22 products, weighted by the model, where the run costs less than the compiling).
     shape_buckets: eager GEMMs on the XLA path on one device run in the program of their
         shape's bucket (M, N of 512 * 4**j, K of 4096 * 4**j; `jwmma.tiled.buckets`), so that a sweep over
-        shapes compiles a few programs instead of one per shape; only the GEMM's own blocks
-        and K steps run. False: one program per shape.
+        shapes compiles one or two programs instead of one per shape; only the GEMM's own blocks
+        and K steps run, but a small call pays for its bucket's padding (and a unit's for
+        quantising it): opt-in, for sweeps over shapes. False (default): one program per shape.
     """
 
     backend: str = "auto"
@@ -113,7 +114,7 @@ class Options:
     platform: str | None = None
     pallas: PallasOptions = PallasOptions()
     compile_effort: str = "auto"
-    shape_buckets: bool = True
+    shape_buckets: bool = False
 
     def __post_init__(self):
         if not isinstance(self.pallas, PallasOptions):

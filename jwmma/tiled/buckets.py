@@ -12,7 +12,11 @@ on, so D has the bits of the unbucketed GEMM. One program serves every shape of 
 a sweep over M, N up to 512 and K up to 4096 compiles one (two once it is called often enough
 for 'auto' compile effort to tier up: `jwmma.engine.effort`).
 
-What stays per shape: `Options(shape_buckets=False)`; a GEMM whose bucket holds more than
+Opt-in (``Options(shape_buckets=True)``): a call pays for its bucket's size, little for a GEMM
+(host padding: a repeated 16 x 128 x 16 gemm 13-19 CPU ms instead of 1) but much for a unit,
+whose quantisation runs over the whole bucket (a 32 x 64 x 32 contraction 86 ms instead of
+0.9), and a first call compiles a larger program (+0.3-0.4 CPU s); benchmarks/RESULTS.md
+"Shape buckets". What stays per shape with it: a GEMM whose bucket holds more than
 `MAX_ELEMENTS` operand and result elements (its run outweighs a compile); traced operands (inside the user's jit every shape is
 the user's program anyway, and a gradient traces); several devices; the Pallas kernels; the
 f64 MFMA. Bucketing changes no bit (`tests/test_buckets.py`).
