@@ -28,6 +28,7 @@ F32 = FMTS["f32"]
 PAL = Options(backend="pallas", pallas=PallasOptions(interpret=True))
 SCALED16, SCALED32 = "mfma_scale_f32_16x16x128_f8f6f4", "mfma_scale_f32_32x32x64_f8f6f4"
 BITS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}  # fmt code -> element bits
+ONE = {0: 0x38, 1: 0x3C, 2: 0x08, 3: 0x0C, 4: 0x2}  # fmt code -> the code of 1.0
 
 
 def _rounded_sum(s: int, unit: int, acc_bits: int) -> int:
@@ -66,18 +67,27 @@ def _add_cases(rng):
     return rows
 
 
-def test_add_exact_rounds_the_exact_sum_once(rng):
-    from jwmma.backends.pallas.scaled import add_exact
+@pytest.mark.parametrize("variant", ["add_exact", "add_float"])
+def test_add_rounds_the_exact_sum_once(rng, variant):
+    """Both forms of the group's addition (integers; float64 TwoSum + round-to-odd + one
+    conversion, the integers for a tile with a subnormal result): all cases at once, and the
+    cases whose results are normal on their own (the float form's fast branch)."""
+    from jwmma.backends.pallas import scaled
     import jax.numpy as jnp
 
+    add = getattr(scaled, variant)
     rows = _add_cases(rng)
-    s, u, c = (np.array(x) for x in zip(*rows))
-    with x64_scope():
-        got = np.asarray(add_exact(jnp.asarray(s, jnp.int32), jnp.asarray(u, jnp.int32),
-                                   jnp.asarray(c.astype(np.uint32).view(np.int32)))).view(np.uint32)
-    want = [_rounded_sum(*r) for r in rows]
-    bad = [(r, hex(g), hex(w)) for r, g, w in zip(rows, got.tolist(), want) if g != w]
-    assert not bad, bad[:5]
+    want = np.array([_rounded_sum(*r) for r in rows], np.uint32)
+    normal = ~(((want & 0x7F800000) == 0) & ((want & 0x7FFFFF) != 0))
+    for keep in (np.ones(len(rows), bool), normal):
+        s, u, c = (np.array(x)[keep] for x in zip(*rows))
+        with x64_scope():
+            got = np.asarray(add(jnp.asarray(s, jnp.int32), jnp.asarray(u, jnp.int32),
+                                 jnp.asarray(c.astype(np.uint32).view(np.int32)))).view(np.uint32)
+        bad = [(r, hex(g), hex(w)) for r, g, w in zip(np.array(rows, dtype=object)[keep].tolist(), got.tolist(),
+                                                      want[keep].tolist()) if g != w]
+        assert not bad, bad[:5]
+    assert (~normal).any() and normal.sum() > 2000
 
 
 def _operands(rng, fa, fb, m=37, k=300, n=45):
@@ -110,6 +120,8 @@ def _operands(rng, fa, fb, m=37, k=300, n=45):
     c.view(np.uint32)[0, :6] = [0x7F800000, 0xFF800000, 0x7FC00000, 0x80000000, 0x00000001, 0x807FFFFF]
     c[7, :], c[8, :], c[6, :], c[9, :], c[:, 6], c[:, 9] = 3.0e38, -0.0, 0.0, 0.0, 0.0, 0.0
     c.view(np.uint32)[6, ::3] = 0x80000003
+    a[13, :], a[13, 0], b[0, 15], c[13, 15] = 0, ONE[fa], ONE[fb], 0.0  # 1 * 1 * 2**-140: a subnormal D
+    sa[13, 0], sb[0, 15] = 127 - 70, 127 - 70
     return a, b, c, sa.astype(np.uint8), sb.astype(np.uint8)
 
 
@@ -119,6 +131,7 @@ CASES = [
     pytest.param(SCALED16, 4, 1, (37, 300, 45), marks=pytest.mark.slow),  # FP4 x BF8 (Inf elements)
     pytest.param(SCALED32, 2, 3, (37, 300, 45), marks=pytest.mark.slow),  # FP6 x BF6, the 32x32 row: two groups a step
     pytest.param(SCALED16, 1, 4, (37, 300, 45), marks=pytest.mark.slow),
+    pytest.param(SCALED16, 0, 0, (37, 300, 45, "float_combine"), marks=pytest.mark.slow),  # add_float
 ]
 
 
@@ -126,11 +139,12 @@ CASES = [
 def test_scaled_gemm_pallas_equals_xla(rng, builtin, fa, fb, shape):
     """M x K x N with no tile multiples and K not a multiple of 32: the kernel's bits are the
     XLA path's, and the data reaches NaN, Inf, subnormal and zero results."""
-    m, k, n = shape
+    m, k, n = shape[:3]
     a, b, c, sa, sb = _operands(rng, fa, fb, m, k, n)
     kw = dict(builtin=builtin, scale_a=sa, scale_b=sb, fmt_a=fa, fmt_b=fb)
     ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
-    got = np.asarray(jwmma.gemm(a, b, c, options=PAL, **kw))
+    pal = PAL if len(shape) == 3 else Options(backend="pallas", pallas=PallasOptions(interpret=True, float_combine=True))
+    got = np.asarray(jwmma.gemm(a, b, c, options=pal, **kw))
     same = (ref.view(np.uint32) == got.view(np.uint32)) | (np.isnan(ref) & np.isnan(got))
     assert same.all(), np.argwhere(~same)[:5]
     sub = (np.abs(ref) < 2.0**-126) & (ref != 0)

@@ -197,7 +197,7 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     elif fam == "integer":
         kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
     elif fam == "scaled":
-        kern = scaled.make_step(spec, model, ctx)
+        kern = scaled.make_step(spec, model, ctx, float_combine=tiling.float_combine)
     else:
         raise ValueError(f"no Pallas kernel for model {model.describe()}")
     # dense builtins: the driver reads dense A and B as the XLA step does (driver module doc)

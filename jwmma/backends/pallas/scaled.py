@@ -34,8 +34,10 @@ from ...numerics.formats import E8M0_BIAS, E8M0_NAN, F32
 from . import fused
 from . import kernel_lib as kl
 from .driver import Kernel
+from .f64 import f64_of_fields, round_to_odd, two_sum
+from ...numerics.rounding import pow2_f64
 
-__all__ = ["applies", "add_exact", "make_step"]
+__all__ = ["applies", "add_exact", "add_float", "make_step"]
 
 #: the leading bit of an exact sum sits this far above the unit it is aligned to (< 63 - 2)
 _WINDOW = 60
@@ -96,9 +98,28 @@ def add_exact(S, unit, acc):
     return jnp.where(cf.inf, acc, bits)
 
 
-def make_step(spec, model: BlockScaled, ctx: Context) -> Kernel:
+def add_float(S, unit, acc):
+    """`add_exact` in float64 (variant ``float_combine``): S * 2**unit and the accumulator are
+    exact float64 values, TwoSum splits their sum exactly, round-to-odd keeps the sticky bit in
+    the last place and one float64 -> float32 conversion rounds once (the XLA model's `add_rn`
+    with a hardware conversion). A conversion may flush a subnormal float32 result (XLA's CPU
+    backend does), so a tile holding one takes `add_exact` (a tile-wide `lax.cond`).
+
+    Args and Returns: as `add_exact`.
+    """
+    cf = kl.decode(F32, acc, with_val=False)
+    c = f64_of_fields(cf, F32.mbits)
+    v = S.astype(jnp.float64) * pow2_f64(unit.astype(jnp.int32))  # exact: |S| < 2**31, |unit| < 600
+    s, e = two_sum(v, c)
+    t = round_to_odd(s, e)
+    tiny = (t != 0) & (jnp.abs(t) < 2.0**-126)
+    fast = lambda: jnp.where(cf.inf, acc, lax.bitcast_convert_type(t.astype(jnp.float32), jnp.int32))  # noqa: E731
+    return lax.cond(kl.tile_any(tiny), lambda: add_exact(S, unit, acc), fast)
+
+
+def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = False) -> Kernel:
     """`driver.Kernel` of ``model`` on the block-scaled ``spec`` (`applies` must hold): one unit
-    per instruction."""
+    per instruction; ``float_combine``: `add_float` instead of `add_exact` (same bits)."""
     why = applies(spec, model, ctx)
     if why:
         raise ValueError(f"no Pallas kernel for {model.describe()} on {spec.name}: {why}")
@@ -107,6 +128,7 @@ def make_step(spec, model: BlockScaled, ctx: Context) -> Kernel:
     plan = fused.Plan(spec, FusedGroups(group=g, frac_bits=F, two_stage=False, zero_exponent=None), ctx)
     groups = [list(range(s, s + g)) for s in range(0, spec.kc, g)]
     nan_scale = model.nan_scale == "nan"
+    add = add_float if float_combine else add_exact
 
     def step(view, acc):
         cf0 = kl.decode(F32, acc, with_val=False)
@@ -116,7 +138,7 @@ def make_step(spec, model: BlockScaled, ctx: Context) -> Kernel:
             S, et = fused.group_sum3(plan, view, cols)
             sa = (view.a_col(cols[0]) >> 8) & 0xFF  # (tm, 1): the group's scale block
             sb = (view.b_row(cols[0]) >> 8) & 0xFF  # (1, tn)
-            fin = add_exact(S, et + (sa - E8M0_BIAS) + (sb - E8M0_BIAS) - F, fin)
+            fin = add(S, et + (sa - E8M0_BIAS) + (sb - E8M0_BIAS) - F, fin)
             if nan_scale:
                 b = (sa == E8M0_NAN) | (sb == E8M0_NAN)
                 bad = b if bad is None else bad | b
