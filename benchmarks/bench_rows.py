@@ -41,11 +41,26 @@ TWINS = {"fp8_cdna3": "mfma_fp8_cdna3", "f16_cdna3": "mfma_f16_cdna3", "bf16_cdn
          "f16acc_gfx12": "f16acc_wmma_gfx12", "mxfp8_cdna4_mx": "mfma_fp8_cdna3", "mxfp4_cdna4_mx": "mfma_fp8_cdna3"}
 
 
-def bench_row(label, size, reps):
+def pallas_options(items) -> dict:
+    """``--pallas name=value ...`` -> `jwmma.PallasOptions` fields (ints, or true/false)."""
+    out = {}
+    for item in items or ():
+        name, _, value = item.partition("=")
+        if not value:
+            raise SystemExit(f"--pallas takes name=value items (PallasOptions fields), got {item!r}")
+        out[name] = {"true": True, "false": False}.get(value.lower(), None)
+        if out[name] is None:
+            out[name] = int(value)
+    return out
+
+
+def bench_row(label, size, reps, pallas=None):
     row = ROWS[label]
     a, b, c, kw = operands(row, size, size, size)
     a, b, c = jax.device_put((a, b, c))
     kw = {k: jax.device_put(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}  # MX block scales
+    if pallas:  # a kernel variant for every row (`--pallas`); rows without a kernel keep XLA
+        kw["options"] = (kw.get("options") or jwmma.Options()).replace(pallas=jwmma.PallasOptions(**pallas))
     fn = lambda: jwmma.gemm(a, b, c, builtin=row.builtin, model=row.model, **kw)  # noqa: E731
     first, med, _ = timed(fn, reps)
     return dict(label=label, builtin=row.builtin, model=row.model_name, first_s=round(first, 2),
@@ -68,7 +83,10 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rows", nargs="+", default=TABLE, choices=list(ROWS))
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--pallas", nargs="*", metavar="NAME=VALUE",
+                    help="jwmma.PallasOptions fields for every row, e.g. float_combine=true tm=8 tn=128 num_warps=4")
     args = ap.parse_args()
+    pallas = pallas_options(args.pallas)
     dev = jax.devices()[0]
     print(f"# {dev.device_kind} ({dev.platform}), JAX {jax.__version__}, M = N = K = {args.size}", flush=True)
     dots = bench_dots(args.size, args.reps)
@@ -78,7 +96,7 @@ def main():
         print(f"{r['label']:28s} {r['mac_per_s']:9.3g} MAC/s  {r['time_ms']:9.2f} ms", flush=True)
     for label in args.rows:
         try:
-            r = bench_row(label, args.size, args.reps)
+            r = bench_row(label, args.size, args.reps, pallas)
         except Exception as e:  # noqa: BLE001 (a row that fails is reported, the table goes on)
             r = dict(label=label, error=f"{type(e).__name__}: {str(e)[:200]}")
             print(f"{label:28s} ERROR {r['error']}", flush=True)
@@ -96,8 +114,8 @@ def main():
             print(f"{k:44s} {v:6.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=dev.device_kind, jax=jax.__version__, size=args.size, rows=rows, ratios=ratios), f,
-                      indent=1)
+            json.dump(dict(device=dev.device_kind, jax=jax.__version__, size=args.size, rows=rows, ratios=ratios,
+                           pallas=pallas), f, indent=1)
 
 
 if __name__ == "__main__":
