@@ -44,6 +44,8 @@ CORE = [
     ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", {}),  # rocjitsu: register order, NaN words
 ]  # the default run keeps every 2nd case (conftest.DEFAULT_EVERY): 0, 2, 4, 6
 SLOW = [
+    ("smfmac_f32_16x16x128_fp8_fp8", None, dict(gather=True)),  # B rows by a gather load at the positions
+    ("smfmac_f32_16x16x64_f16", None, dict(gather=True)),
     ("smfmac_f32_16x16x128_fp8_fp8", None, dict(float_combine=False)),
     ("swmmac_f32_16x16x32_f16_w32", None, dict(float_round=False)),
     ("smfmac_f32_16x16x128_fp8_fp8", None, dict(vec3=False, float_combine=False)),

@@ -39,9 +39,10 @@ class PallasOptions:
     interpret: run the kernels in Pallas interpret mode (None: on CPUs, where nothing else
         runs them; the mode the CPU tests use).
     vec3: fused-group kernels on 3-D (tm, blocks, tn) tensors with axis reductions.
-    reload, float_combine, float_round: kernel variants (second operand loads for the second
-        pass of a fused group; combine with C in float64; gfx12 f32 results by an int -> f32
-        conversion).
+    reload, float_combine, float_round, gather: kernel variants (second operand loads for the
+        second pass of a fused group; combine with C in float64; gfx12 f32 results by an int ->
+        f32 conversion; the sparse 3-D fused kernel loads each product's B row by its 2:4
+        position, one gather load, instead of four candidate rows and a select chain).
     auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
         and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
     """
@@ -53,6 +54,7 @@ class PallasOptions:
     interpret: bool | None = None
     vec3: bool | None = None
     reload: bool = False
+    gather: bool = False
     float_combine: bool | None = None
     float_round: bool | None = None
     auto: bool = False
@@ -66,7 +68,7 @@ class PallasOptions:
             v = getattr(self, name)
             if not (v is None or isinstance(v, bool)):
                 raise TypeError(f"PallasOptions.{name} must be None, True or False, got {v!r}")
-        for name in ("reload", "auto"):
+        for name in ("reload", "auto", "gather"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"PallasOptions.{name} must be True or False, got {getattr(self, name)!r}")
 

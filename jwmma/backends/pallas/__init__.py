@@ -173,7 +173,7 @@ def tiling(spec, model, popts: PallasOptions):
 
     return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
                   num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
-                  float_combine=fc, float_round=fr, vec3=vec3)
+                  float_combine=fc, float_round=fr, vec3=vec3, gather=popts.gather)
 
 
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):
@@ -187,7 +187,7 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     fam = family(model)
     if fam == "fused":
         kern = fused.make_step(spec, model, ctx, reload=tiling.reload, float_combine=tiling.float_combine,
-                               vec3=tiling.vec3, wide_loops=tiling.wide_loops)
+                               vec3=tiling.vec3, wide_loops=tiling.wide_loops, gather=tiling.gather)
     elif fam == "gfx12":
         kern = gfx12.make_step(spec, model, ctx, float_round=tiling.float_round)
     elif fam == "exact":

@@ -164,7 +164,7 @@ def _group_sum(plan: Plan, views, cols):
     return (s[0] >> jnp.minimum(es - et[0], lim).astype(dt)) + (s[1] >> jnp.minimum(es - et[1], lim).astype(dt)), es
 
 
-def group_sum3(plan: Plan, view, cols):
+def group_sum3(plan: Plan, view, cols, gather: bool = False):
     """`_group_sum` on 3-D (tm, blocks, tn) tensors (variant ``vec3``): each stored slot of
     the group's blocks is one strided (tm, blocks) load of A words and positions, the four
     candidate B rows one strided (blocks, tn) load each; the selection is a select chain on
@@ -174,12 +174,17 @@ def group_sum3(plan: Plan, view, cols):
     nb = len(cols) // 2
     a0, b0 = view.a0 + cols[0], view.row0(cols[0])
     rows = lambda r, stride: view.refs["bw"][pl.ds(b0 + r, nb, stride=stride), :].astype(jnp.int32)[None]  # noqa: E731
-    cand = None if view.dense else [rows(r, 4) for r in range(4)]
+    cand = None if view.dense or gather else [rows(r, 4) for r in range(4)]
     et, words = [], []
     for slot in (0, 1):
         wa = view.refs["aw"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)
         if view.dense:  # slot s of block j multiplies dense row 2j + s: (1, nb, tn), no select
             w = rows(slot, 2)
+        elif gather:  # block j's row of this slot: dense row 4j + position (one gather load)
+            p = view.refs["p"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)
+            idx = b0 + 4 * jnp.arange(nb, dtype=jnp.int32)[None, :] + p  # (tm, nb)
+            tn = view.refs["bw"].shape[1]
+            w = view.refs["bw"][idx[:, :, None], jnp.arange(tn, dtype=jnp.int32)[None, None, :]].astype(jnp.int32)
         else:
             p = view.refs["p"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)[:, :, None]
             w = kl.select4(p, cand)  # (tm, nb, tn)
@@ -323,7 +328,7 @@ def product_flags(plan: Plan, view, cols, wide: bool = False):
 
 
 def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, float_combine: bool = False,
-              vec3: bool = False, wide_loops: bool = False):
+              vec3: bool = False, wide_loops: bool = False, gather: bool = False):
     """`driver.Kernel` for ``model`` on builtin ``spec``. reload: load A and B again for the
     second pass (``view.second``); float_combine: `combine_float` (same bits); wide_loops:
     count every loop in int64 (`driver.Tiling.wide_loops`: the bf16 kernel ran 1.9x faster
@@ -345,7 +350,7 @@ def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, f
             special = special | (sa.emax + sb.emax + 2 > 127)
         for cols in groups:
             # the numbers treat NaN/Inf factors as zeros; their products only ever override
-            S, Es = group_sum3(plan, view, cols) if use3 else _group_sum(plan, views, cols)
+            S, Es = group_sum3(plan, view, cols, gather) if use3 else _group_sum(plan, views, cols)
             cf = kl.decode(F32, acc, with_val=False)
             bits = comb(model, S, Es, cf, plan.drop)
             acc = lax.cond(special, lambda: _with_flags(plan, view, cols, bits, cf, wide_loops), lambda: finish(bits, cf))
