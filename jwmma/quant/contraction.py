@@ -142,19 +142,26 @@ def _convert(y, dtype):
 
 
 # ------------------------------------------------------------------------------ the forward program
-@functools.partial(jax.jit, static_argnums=(0, 3))  # one program per unit and shape, eager calls too
-def _forward(unit: Unit, lhs_c, rhs_c, effective: bool):
+@functools.partial(jax.jit, static_argnums=(0, 3))  # one program per unit and shape (or bucket), eager calls too
+def _forward(unit: Unit, lhs_c, rhs_c, effective: bool, extent=None):
     """y_c (G, N, M) float32 and, when ``effective``, the effective operands (lhs_eff (G, N, K),
     rhs_eff (G, K, M), float32) for the backward pass (else None); an f64 unit's are float64.
     Called inside `x64_scope()`, so that transformations of its program (vmap) also see 64-bit
-    types."""
+    types. ``extent``: int32 (N, M, K) of operands zero-padded to a bucket (`_bucket`): zeros
+    change no row or column factor, no MX block scale and no 2:4 choice of the extent's values,
+    and the GEMM computes only the extent (`jwmma.tiled.gemm_extent`); y_c is the bucket's, its
+    values past the extent not defined."""
     swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
     a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
     qa, qb = quantise_gemm_operands(a_in, b_in, unit)
     a_gemm, b_gemm = (_compressed(qa.values), _pad_k(qb.values, -2)) if unit.prune and not unit.spec.dense else \
         (qa.values, qb.values)
     scales = dict(scale_a=qa.scales, scale_b=qb.scales) if unit.scaling == "mx" else {}
-    d = gemm(a_gemm, b_gemm, **unit.gemm_keywords(), **scales)  # (G, M, N), the accumulator's dtype
+    if extent is None:
+        d = gemm(a_gemm, b_gemm, **unit.gemm_keywords(), **scales)  # (G, M, N), the accumulator's dtype
+    else:  # the extent in the GEMM's (M, N, K) (module doc, step 2)
+        gemm_ext = extent[jnp.asarray([1, 0, 2])] if unit.a == "rhs" else extent
+        d = gemm_extent(a_gemm, b_gemm, None, gemm_ext, **unit.gemm_keywords(), **scales)
     unscaled = unit.scaling in ("none", "mx")  # no factor to undo ("mx": the instruction applied its scales)
     f64 = is_f64(unit.spec)  # float64 D, kept as it is
     y = d if f64 else d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
@@ -307,7 +314,7 @@ def contract(unit: Unit, lhs, rhs, dims, out_dtype, *, a_what: str | None = None
     if bucket is not None:  # an eager contraction of a few shapes: its bucket's program, cut on the host
         lhs_p, rhs_p, (n, m, _) = bucket
         with x64_scope():
-            y = _result(_forward_bucket(_forward_unit(unit), lhs_p, rhs_p, bucket[2]), out_dtype)
+            y = _result(_forward(_forward_unit(unit), lhs_p, rhs_p, False, bucket[2])[0], out_dtype)
         return jax.device_put(np.ascontiguousarray(np.asarray(y)[..., :n, :m].reshape(out_shape)))
     return jnp.reshape(_core(unit, np.dtype(out_dtype))(lhs_c, rhs_c), out_shape)
 
@@ -336,24 +343,3 @@ def _bucket(unit: Unit, lhs_c, rhs_c):
     lhs_p = buckets.pad_bits(lhs_c, {-2: bn_c, -1: bk})
     rhs_p = buckets.pad_bits(rhs_c, {-2: bk, -1: bm_c})
     return lhs_p, rhs_p, np.asarray([n, m, k], np.int32)
-
-
-@functools.partial(jax.jit, static_argnums=0)  # one program per unit and bucket (result dtypes: `_to_dtype`)
-def _forward_bucket(unit: Unit, lhs_c, rhs_c, extent):
-    """`_forward`'s float32 result of canonical operands zero-padded to a bucket from
-    an (N, M, K) = ``extent`` contraction: zeros change no row or column factor, no MX block
-    scale and no 2:4 choice of the extent's values, and the GEMM computes only the extent
-    (`jwmma.tiled.gemm_extent`). Returns (G, Nb, Mb); the values past the extent are not
-    defined. Called inside `x64_scope()`."""
-    swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
-    a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
-    qa, qb = quantise_gemm_operands(a_in, b_in, unit)
-    a_gemm, b_gemm = (_compressed(qa.values), _pad_k(qb.values, -2)) if unit.prune and not unit.spec.dense else \
-        (qa.values, qb.values)
-    scales = dict(scale_a=qa.scales, scale_b=qb.scales) if unit.scaling == "mx" else {}
-    gemm_extent_ = extent[jnp.asarray([1, 0, 2])] if unit.a == "rhs" else extent
-    d = gemm_extent(a_gemm, b_gemm, None, gemm_extent_, **unit.gemm_keywords(), **scales)
-    unscaled = unit.scaling in ("none", "mx")
-    y = d.astype(jnp.float32) if unscaled and np.dtype(d.dtype) == np.float32 else \
-        sc.rescale(sc.exact_f64(d), qa.inv, qb.inv)
-    return swap(y) if unit.a == "rhs" else y

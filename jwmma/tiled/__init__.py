@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -209,12 +210,13 @@ def gemm_extent(a, b, c, extent, **keywords):
     Returns:
         (*batch, M, N) of the bucket; the outputs past the extent are zero.
     """
-    return _gemm(a, b, c, extent, **keywords)
+    call = inspect.signature(gemm).bind(a, b, c, **keywords)  # `gemm`'s defaults, written there only
+    call.apply_defaults()
+    return _gemm(extent=extent, **call.arguments)
 
 
-def _gemm(a, b, c, extent, *, builtin="smfmac_f32_16x16x128_fp8_fp8", model=None, path="matrix", prune=False,
-          a_neg=None, b_neg=None, clamp=None, cbsz=0, abid=0, index_key=0, target=None, mesh=None, mesh_axes=None,
-          devices=None, options=None, backend=None, check=False, scale_a=None, scale_b=None, fmt_a=None, fmt_b=None):
+def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, cbsz, abid, index_key, target, mesh,
+          mesh_axes, devices, options, backend, check, scale_a, scale_b, fmt_a, fmt_b):
     spec = operands.scaled_spec(lookup(builtin, target), a, b, scale_a, scale_b, fmt_a, fmt_b)
     if (cbsz, abid) != (0, 0):  # a multi-block row's output tiles are its blocks: no A broadcast
         spec.require_single_block("jwmma.gemm with cbsz/abid")
