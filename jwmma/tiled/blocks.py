@@ -146,8 +146,8 @@ def run_extent(kernel, prepare, finish, operands, extent, *, spec: BuiltinSpec, 
         (*batch, m, n) D of ``out_dtype``.
     """
     total = int(np.prod(batch, dtype=np.int64))
-    flat = [_flat(x, batch, total) for x in operands]
-    (a, p, b, c), shared = [f[0] for f in flat], [f[1] for f in flat]
+    # operands shared by the batch stay 2-D: the cuts below count axes from the end
+    a, p, b, c = (_flat(x, batch, total)[0] for x in operands)
     lead = (total,) if batch else ()
     cols = min(n, EXTENT_COLS)
     while n % cols or cols % spec.n:  # a divisor of N and a multiple of the tile width
