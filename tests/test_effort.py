@@ -109,13 +109,26 @@ def test_a_program_called_again_and_again_is_compiled_at_full():
     assert effort.settle(opts, 1000).compile_effort == "fast"  # no key: not counted
 
 
-def test_fast_compiles_with_options_the_installed_xla_accepts():
+def test_fast_compiles_with_the_platforms_options():
     platform = jax.default_backend()
     got = effort.compiler_options(platform, "fast")
-    assert set(got) <= set(effort.FAST_OPTIONS.get(platform, ()))
+    assert set(got) == set(effort.FAST_OPTIONS.get(platform, ()))
     assert effort.compiler_options(platform, "full") == ()
     if platform == "cpu":  # LLVM at -O0 is known to every JAX this project supports
         assert ("xla_backend_optimization_level", 0) in got
+
+
+def test_an_option_xla_does_not_know_falls_back_to_its_defaults(rng, monkeypatch):
+    """No trial compile decides the options beforehand: a call whose 'fast' options XLA
+    refuses compiles with XLA's defaults (same bits), and later calls skip the options."""
+    platform = jax.default_backend()
+    monkeypatch.setitem(effort.FAST_OPTIONS, platform, (("xla_no_such_option_in_any_xla", 1),))
+    monkeypatch.setattr(effort, "_refused", set())
+    name = "mfma_i32_16x16x32_i8"
+    a, b, c = _random_registers(name, 2, rng)
+    got = jwmma.mfma_i32_16x16x32_i8(a, b, c, options=FAST)
+    assert effort.compiler_options(platform, "fast") == ()
+    assert _same(got, jwmma.mfma_i32_16x16x32_i8(a, b, c, options=FULL))
 
 
 def test_a_fast_call_inside_a_users_jit_runs_in_the_outer_program(rng):
