@@ -42,7 +42,8 @@ TWINS = {"fp8_cdna3": "mfma_fp8_cdna3", "f16_cdna3": "mfma_f16_cdna3", "bf16_cdn
 
 
 def pallas_options(items) -> dict:
-    """``--pallas name=value ...`` -> `jwmma.PallasOptions` fields (ints, or true/false)."""
+    """``--pallas name=value ...`` -> `jwmma.PallasOptions` fields (ints, true/false, or a
+    word such as ``lowering=mosaic``)."""
     out = {}
     for item in items or ():
         name, _, value = item.partition("=")
@@ -50,7 +51,7 @@ def pallas_options(items) -> dict:
             raise SystemExit(f"--pallas takes name=value items (PallasOptions fields), got {item!r}")
         out[name] = {"true": True, "false": False}.get(value.lower(), None)
         if out[name] is None:
-            out[name] = int(value)
+            out[name] = int(value) if value.lstrip("-").isdigit() else value
     return out
 
 

@@ -176,16 +176,18 @@ def applicable_models(spec, clamp: bool = False) -> list[str]:
     return out
 
 
-def has_kernel(spec, model: str, clamp: bool = False) -> bool:
-    """Whether backend='pallas' runs a Pallas kernel for the GEMM (else it raises: not in the grid)."""
-    from jwmma import models
+def has_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") -> bool:
+    """Whether backend='pallas' runs a Pallas kernel for the GEMM (else it raises: not in the
+    grid), lowered by ``lowering`` ('triton' or 'mosaic')."""
+    from jwmma import PallasOptions, models
     from jwmma.backends import pallas
     from jwmma.engine.options import Options, resolve
     from jwmma.engine.step import context
 
     m = models.resolve(model, context(spec, clamp), spec.default_model)
+    opts = Options(backend="pallas", platform="gpu", pallas=PallasOptions(lowering=lowering))
     try:
-        return pallas.kernel_for(spec, m, resolve(Options(backend="pallas", platform="gpu")))
+        return pallas.kernel_for(spec, m, resolve(opts))
     except ValueError:
         return False
 
@@ -207,8 +209,9 @@ def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, ta
                     for path in paths:
                         if "xla" in backends:
                             keys.append(Key("gemm", label, model, path, "xla", clamp))
-                    if "pallas" in backends and "matrix" in paths and has_kernel(spec, model, clamp):
-                        keys.append(Key("gemm", label, model, "matrix", "pallas", clamp))
+                    for be, lowering in (("pallas", "triton"), ("mosaic", "mosaic")):
+                        if be in backends and "matrix" in paths and has_kernel(spec, model, clamp, lowering):
+                            keys.append(Key("gemm", label, model, "matrix", be, clamp))
                 if "waves" in parts and "xla" in backends:
                     keys.append(Key("waves", label, model, "waves", "xla", clamp))
     if "prune" in parts and not only and not models:
@@ -246,10 +249,11 @@ def _options(backend: str):
     import jax
     import jwmma
 
-    if backend == "pallas":
+    if backend in ("pallas", "mosaic"):  # 'mosaic': the kernels lowered by Mosaic GPU
         on_cpu = jax.default_backend() == "cpu"
-        return jwmma.Options(backend="pallas", pallas=jwmma.PallasOptions(interpret=True) if on_cpu else
-                             jwmma.PallasOptions())
+        lowering = "mosaic" if backend == "mosaic" else None
+        return jwmma.Options(backend="pallas", pallas=jwmma.PallasOptions(interpret=True if on_cpu else None,
+                                                                          lowering=lowering))
     return jwmma.Options(backend="xla")
 
 
@@ -533,7 +537,7 @@ def _work(text):
 
 def _cost(key: Key) -> int:
     """Rough order for the parallel queue: the longest compiles first."""
-    return -(3 * (key.backend == "pallas") + 2 * (key.model == "exact") + (key.path == "registers"))
+    return -(3 * (key.backend in ("pallas", "mosaic")) + 2 * (key.model == "exact") + (key.path == "registers"))
 
 
 def execute(keys, jobs=1, time_limit=None, on_result=None, log=print):
@@ -592,7 +596,8 @@ def main(argv=None) -> int:
                     help="write SRC's anchors only (what --compare falls back to) to DST; nothing runs")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     ap.add_argument("--paths", default=",".join(PATHS), help="gemm paths: matrix, registers")
-    ap.add_argument("--backends", default=",".join(BACKENDS), help="xla, pallas")
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help="xla, pallas (Triton), mosaic (the kernels lowered by Mosaic GPU; not in the default grid)")
     ap.add_argument("--only", default=None, help="comma list of substrings of builtin names")
     ap.add_argument("--models", default=None, help="comma list of model presets")
     ap.add_argument("--targets", action="store_true",

@@ -30,7 +30,8 @@ from jwmma.numerics.formats import F32, FLOAT_FORMATS
 from jwmma.numerics.rounding import x64_scope
 from jwmma.tiled import paths
 
-M, N = 64, 128
+from pallas_support import M, N, abstract_gpu, cases, run
+
 XLA = resolve(Options(backend="xla", platform="cpu"))
 PAL = resolve(Options(backend="pallas", platform="cpu", pallas=PallasOptions(tm=32, tn=64, interpret=True)))
 
@@ -131,41 +132,6 @@ DENSE_SLOW = [c for c in DENSE_ALL if c not in DENSE_CORE] + [
 ]
 
 
-def _cases(spec, clamp):
-    """(a, pos, b, c) codes: two testdata draws, then hand-made edges on rows 32..63."""
-    k = 2 * spec.k
-    out = [gemm_codes(spec, M, N, k, seed=s, clamp=clamp) for s in (1, 2)]
-    a, p, b, c = (x.copy() for x in gemm_codes(spec, M, N, k, seed=3, clamp=clamp))
-    if spec.integer:  # C at the edge of overflow both ways, products pushing over it
-        c[32:48] = 2**31 - 1 - np.arange(N, dtype=np.int64).astype(np.int32)
-        c[48:64] = -(2**31) + np.arange(N, dtype=np.int32)
-    else:  # all-zero A rows (+-0) and subnormal C: subnormal results
-        fc = F32 if spec.c_type == "f32" else FLOAT_FORMATS[spec.c_type]
-        a[32:48] = np.where(np.arange(a.shape[1]) % 3 == 0, 1 << (spec.a_format.bits - 1), 0)
-        rng = np.random.default_rng(4)
-        sub = rng.integers(1, 1 << fc.mbits, (16, N)) | (rng.integers(0, 2, (16, N)) << (fc.bits - 1))
-        c[32:48] = sub.astype(np.int64).astype(np.int32)
-        fb = spec.b_format  # NaN and +-Inf B elements in columns 3, 4 (every format has a NaN)
-        b[::5, 3] = fb.qnan
-        if fb.inf:
-            inf = ((1 << fb.ebits) - 1) << fb.mbits
-            b[1::7, 4], b[2::7, 4] = inf, inf | (1 << (fb.bits - 1))
-        c[48:64, :8] = 0  # +0 C with the cancelling pattern below
-        a[48:64, 0::2] = a[48:64, 1::2] ^ (1 << (spec.a_format.bits - 1))  # x, -x in every block
-        if spec.dense:  # the pair multiplies B rows 2q, 2q+1, equal in columns 48-63 (testdata)
-            c[48:64, 48:56] = 0
-        else:
-            p[48:64, 0::2] = p[48:64, 1::2]
-    out.append((a, p, b, c))
-    return out
-
-
-def _run(path, opts, spec, model, clamp, a, p, b, c):
-    with x64_scope():
-        return np.asarray(path(jnp.asarray(a), jnp.asarray(p), jnp.asarray(b), jnp.asarray(c), spec=spec, model=model,
-                               options=opts, a_signed=True, b_signed=True, clamp=clamp))
-
-
 def _check(builtin, model, kw):
     spec = lookup(builtin)
     kw = dict(kw)
@@ -173,9 +139,9 @@ def _check(builtin, model, kw):
     opts = PAL.replace(pallas=PAL.pallas.replace(**kw))
     m_obj = models.resolve(model, context(spec, clamp), spec.default_model)
     assert pallas.kernel_for(spec, m_obj, opts)
-    for a, p, b, c in _cases(spec, clamp):
-        ref = _run(paths.matrix_path, XLA, spec, m_obj, clamp, a, p, b, c)
-        got = _run(pallas.matrix_path, opts, spec, m_obj, clamp, a, p, b, c)
+    for a, p, b, c in cases(spec, clamp):
+        ref = run(paths.matrix_path, XLA, spec, m_obj, clamp, a, p, b, c)
+        got = run(pallas.matrix_path, opts, spec, m_obj, clamp, a, p, b, c)
         bad = np.argwhere(ref.astype(np.uint32) != got.astype(np.uint32))
         assert bad.size == 0, (
             f"{builtin} {m_obj.describe()} {kw}: {len(bad)} of {ref.size} outputs differ, first at {tuple(bad[0])}: "
@@ -340,13 +306,13 @@ def test_dense_cases_are_adversarial():
     """The dense codes hold NaN/Inf, subnormals, zero columns and exact cancellations, and
     the reference reaches NaN, Inf, subnormal and zero results."""
     spec = lookup("wmma_f32_16x16x16_bf16_w32_gfx12")
-    cases = _cases(spec, False)
-    a, p, b, c = (np.concatenate(x) for x in zip(*cases))
+    drawn = cases(spec, False)
+    a, p, b, c = (np.concatenate(x) for x in zip(*drawn))
     assert a.shape == (3 * M, 2 * spec.k) and b.shape == (6 * spec.k, N) and not p.any()
     assert ((a & 0x7F80) == 0x7F80).any() and ((b & 0x7F80) == 0x7F80).any()
     assert (a == 0x8000).any() and ((a & 0x7F80) == 0).any()
-    ref = np.concatenate([_run(paths.matrix_path, XLA, spec, models.Gfx12Dot4(), False, *x)
-                          for x in cases]).view(np.float32)
+    ref = np.concatenate([run(paths.matrix_path, XLA, spec, models.Gfx12Dot4(), False, *x)
+                          for x in drawn]).view(np.float32)
     assert np.isnan(ref).any() and np.isinf(ref).any() and (ref == 0).any()
     assert ((np.abs(ref) < 2.0**-126) & (ref != 0)).any()
 
@@ -359,7 +325,7 @@ def test_cases_are_adversarial():
     assert (((a >> 3) & 0xF) == 0).any()  # zeros / subnormals
     blocks = p.reshape(M, -1, 2)
     assert (blocks[..., 0] == blocks[..., 1]).any()  # duplicate positions
-    ref = _run(paths.matrix_path, XLA, spec, models.CDNA3(), False, a, p, b, c).view(np.float32)
+    ref = run(paths.matrix_path, XLA, spec, models.CDNA3(), False, a, p, b, c).view(np.float32)
     assert np.isnan(ref).any() and np.isfinite(ref).mean() > 0.5
 
 
@@ -459,14 +425,14 @@ def test_rocjitsu_chain_nan_words():
     c[5] = np.int64(0x7F800001).astype(np.int32)
     a[5, 40] = neg  # C's NaN, then a NaN factor: the factor wins
     args = (spec, rocjitsu, False, a, p, b, c)
-    ref = _run(paths.matrix_path, XLA, *args).view(np.uint32)
-    got = _run(pallas.matrix_path, PAL, *args).view(np.uint32)
+    ref = run(paths.matrix_path, XLA, *args).view(np.uint32)
+    got = run(pallas.matrix_path, PAL, *args).view(np.uint32)
     np.testing.assert_array_equal(ref, got)
     assert (ref[0] == 0x7FC00000).all() and (ref[1] == 0xFFC00000).all()
     assert (ref[2] == 0xFFE01234).all() and ref[3, 7] == 0xFFC00000 and (ref[4] == 0x7FC00000).all()
     assert (ref[5] == 0xFFC00000).all()
     compressed = models.FMAChain(narrowing="truncate", nan="propagate")  # the order decides rows 0, 1
-    ref_k = _run(paths.matrix_path, XLA, spec, compressed, False, a, p, b, c).view(np.uint32)
+    ref_k = run(paths.matrix_path, XLA, spec, compressed, False, a, p, b, c).view(np.uint32)
     assert (ref_k[0] == 0xFFC00000).all() and (ref_k[1] == 0x7FC00000).all()
 
 
@@ -486,9 +452,9 @@ def test_rocjitsu_chain_order_rounds():
 
     a, b = wide(a.shape), wide(b.shape)
     rocjitsu = models.PRESETS["fma_chain"][0]
-    ref = _run(paths.matrix_path, XLA, spec, rocjitsu, False, a, p, b, c).view(np.uint32)
-    np.testing.assert_array_equal(ref, _run(pallas.matrix_path, PAL, spec, rocjitsu, False, a, p, b, c).view(np.uint32))
-    ref_k = _run(paths.matrix_path, XLA, spec, models.FMAChain(narrowing="truncate", nan="propagate"), False,
+    ref = run(paths.matrix_path, XLA, spec, rocjitsu, False, a, p, b, c).view(np.uint32)
+    np.testing.assert_array_equal(ref, run(pallas.matrix_path, PAL, spec, rocjitsu, False, a, p, b, c).view(np.uint32))
+    ref_k = run(paths.matrix_path, XLA, spec, models.FMAChain(narrowing="truncate", nan="propagate"), False,
                  a, p, b, c).view(np.uint32)
     assert (ref != ref_k)[:, :64].mean() > 0.05 and (ref != ref_k)[:, 64:].mean() > 0.05
 
@@ -502,8 +468,8 @@ def test_rocjitsu_chain_16bit_nan_c(builtin, c_nan, want):
     spec, a, p, b, c, _, _ = _chain_nan_case(builtin)
     c[0] = c_nan
     args = (spec, models.PRESETS["fma_chain"][0], False, a, p, b, c)
-    ref = _run(paths.matrix_path, XLA, *args)
-    np.testing.assert_array_equal(ref, _run(pallas.matrix_path, PAL, *args))
+    ref = run(paths.matrix_path, XLA, *args)
+    np.testing.assert_array_equal(ref, run(pallas.matrix_path, PAL, *args))
     assert (ref[0] == want).all(), hex(int(ref[0, 0]))
 
 
@@ -518,24 +484,6 @@ def _foreign_model():
             raise NotImplementedError
 
     return Foreign()
-
-
-def _abstract_gpu():
-    """A context naming the GPU to lower for where none is attached: JAX 0.11 asks for an
-    abstract device (Pallas reads its compute capability from it); older JAX falls back to
-    compute capability 9.0 by itself."""
-    import contextlib
-
-    mesh_cls, device_cls = jax.sharding.AbstractMesh, getattr(jax.sharding, "AbstractDevice", None)
-    if device_cls is None or not hasattr(jax.sharding, "use_abstract_mesh"):
-        return contextlib.nullcontext()
-    try:
-        device = device_cls(device_kind="NVIDIA H200", num_cores=132, platform="gpu")
-        auto = (jax.sharding.AxisType.Auto,)  # no sharding in the types: only the device matters
-        mesh = mesh_cls((1,), ("gpu",), axis_types=auto, abstract_device=device)
-    except TypeError:  # an AbstractMesh without abstract devices: the old fallback applies
-        return contextlib.nullcontext()
-    return jax.sharding.use_abstract_mesh(mesh)
 
 
 @pytest.mark.parametrize("builtin,model", [
@@ -578,7 +526,7 @@ def test_triton_lowering_without_gpu(builtin, model):
     fn = jax.jit(lambda *x: pallas.matrix_path(*x, spec=spec, model=m_obj, options=opts))
     lowering.lower_jaxpr_to_triton_module = checked
     try:
-        with x64_scope(), _abstract_gpu(), pallas.quiet_triton():
+        with x64_scope(), abstract_gpu(), pallas.quiet_triton():
             jax.export.export(fn, platforms=("cuda",), disabled_checks=[
                 jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*args)
     finally:

@@ -45,6 +45,10 @@ class PallasOptions:
         position, one gather load, instead of four candidate rows and a select chain).
     auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
         and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
+    lowering: what lowers the kernels on a GPU: 'triton' (None: the default; deprecated in JAX
+        0.11) or 'mosaic' (Mosaic GPU, sm_90 and later: every kernel family but the
+        block-scaled one, fused groups in their 2-D form, tm a multiple of 64; num_warps,
+        num_stages and the 3-D variants do not apply; not yet timed on a GPU).
     """
 
     tm: int | None = None
@@ -58,6 +62,7 @@ class PallasOptions:
     float_combine: bool | None = None
     float_round: bool | None = None
     auto: bool = False
+    lowering: str | None = None
 
     def __post_init__(self):
         for name in ("tm", "tn", "num_warps"):
@@ -71,6 +76,8 @@ class PallasOptions:
         for name in ("reload", "auto", "gather"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"PallasOptions.{name} must be True or False, got {getattr(self, name)!r}")
+        if self.lowering not in (None, "triton", "mosaic"):
+            raise ValueError(f"PallasOptions.lowering must be None, 'triton' or 'mosaic', got {self.lowering!r}")
 
     def replace(self, **changes) -> PallasOptions:
         return dataclasses.replace(self, **changes)

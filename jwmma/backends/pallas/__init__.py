@@ -14,6 +14,10 @@ path='matrix')`, on one device or on every shard of a mesh. `kernel_for` says wh
 family has a kernel (and, for ``backend='auto'``, whether it was measured faster: `AUTO`).
 Not hooked (they run XLA whatever the backend; same bits): the register path and builtin
 calls over waves. On CPUs the kernels run in Pallas interpret mode (tests only: slow).
+
+The kernels lower to Triton (`driver`; deprecated in JAX 0.11) or, with
+``PallasOptions(lowering='mosaic')``, to Mosaic GPU (`mosaic`: the same steps and bits, every
+family but the block-scaled one; not yet timed on a GPU).
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from ...models.scaled import BlockScaled
 # the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
 # `import jwmma` and the XLA backend do not pay for it
 
-__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "PallasOptions",
+__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "MOSAIC_TILE", "PallasOptions",
            "triton_available", "quiet_triton", "quiet_triton_deprecation", "TRITON_DEPRECATION"]
 
 #: the deprecation JAX 0.11 prints at every Pallas Triton lowering; jwmma's kernels are Triton
@@ -105,6 +109,10 @@ TILES = {
 }
 
 
+#: default (tm, tn) of the Mosaic GPU kernels (`mosaic`): one warpgroup's register tile; not timed
+MOSAIC_TILE = (64, 64)
+
+
 def _kind(spec) -> str:
     return "8bit" if spec.integer or spec.a_format.bits <= 8 else spec.a_type
 
@@ -128,7 +136,8 @@ def kernel_for(spec, model, options) -> bool:
     ``backend='auto'`` (``options.pallas.auto``): only where `AUTO` says it is faster."""
     if options.backend != "pallas":
         return False
-    if not triton_available():
+    mosaic = options.pallas.lowering == "mosaic"
+    if not mosaic and not triton_available():
         if options.pallas.auto:
             return False
         raise ValueError("backend='pallas': this JAX has no Pallas Triton backend (removed after its deprecation "
@@ -139,6 +148,8 @@ def kernel_for(spec, model, options) -> bool:
         from . import scaled
 
         why = scaled.applies(spec, model, context(spec, False))
+        if mosaic and not why:
+            why = "its kernel is the 3-D fused-group form, which Mosaic GPU has no register layout for (lowering='triton')"
     if fam is None or why:
         if options.pallas.auto:
             return False
@@ -165,15 +176,22 @@ def tiling(spec, model, popts: PallasOptions):
     tensors with the float64 combine, gfx12 with f32 rounding by conversion, every other
     kernel (32, 64) with 4 warps."""
     fam = family(model)
-    vec3 = (fam == "fused") if popts.vec3 is None else popts.vec3
+    lowering = popts.lowering or "triton"
+    if lowering == "mosaic" and (popts.vec3 or popts.gather or popts.float_combine):
+        raise ValueError("PallasOptions(lowering='mosaic') runs the 2-D kernels with the integer combine: vec3, "
+                         "gather and float_combine are Triton variants (3-D tensors, which Mosaic GPU has no register "
+                         "layout for; float64 floor, which it does not lower)")
+    vec3 = (fam == "fused" and lowering == "triton") if popts.vec3 is None else popts.vec3
     tm, tn, warps = TILES.get((fam, _kind(spec)), (32, 64, 4)) if (fam != "fused" or vec3) else (32, 64, 4)
-    fc = (fam == "fused") if popts.float_combine is None else popts.float_combine
+    if lowering == "mosaic":  # one warpgroup's (64-row) register tile
+        tm, tn = MOSAIC_TILE
+    fc = (fam == "fused" and lowering == "triton") if popts.float_combine is None else popts.float_combine
     fr = (fam == "gfx12") if popts.float_round is None else popts.float_round
     from .driver import Tiling
 
     return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
                   num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
-                  float_combine=fc, float_round=fr, vec3=vec3, gather=popts.gather)
+                  float_combine=fc, float_round=fr, vec3=vec3, gather=popts.gather, lowering=lowering)
 
 
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):

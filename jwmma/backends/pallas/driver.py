@@ -29,12 +29,14 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as pl_triton
 
 from . import kernel_lib as kl
 from . import quiet_triton_deprecation
 
-__all__ = ["Tiling", "Kernel", "Summary", "summarize", "StepView", "run"]
+__all__ = ["Tiling", "Kernel", "Summary", "summarize", "StepView", "run", "narrow", "round_up", "LOWERINGS"]
+
+#: what lowers a kernel on a GPU: Triton (deprecated in JAX 0.11) or Mosaic GPU (`mosaic`)
+LOWERINGS = ("triton", "mosaic")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class Tiling:
     #: the kernel is lowered inside x64_scope, so its loops may count in int64 (`kernel_lib.fori`;
     #: the families that run faster so say so in `Kernel.wide_loops`)
     wide_loops: bool = False
+    #: what lowers the kernel on a GPU: 'triton' (this module) or 'mosaic' (`mosaic`: Mosaic GPU)
+    lowering: str = "triton"
 
     def __post_init__(self):
         for name in ("tm", "tn", "num_warps"):
@@ -68,6 +72,8 @@ class Tiling:
                 raise ValueError(f"Tiling.{name} must be a power of two, got {v!r}")
         if not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"Tiling.num_stages must be a positive int, got {self.num_stages!r}")
+        if self.lowering not in LOWERINGS:
+            raise ValueError(f"Tiling.lowering must be one of {LOWERINGS}, got {self.lowering!r}")
 
 
 class Kernel(NamedTuple):
@@ -216,11 +222,12 @@ def _kernel(*refs, names, step, unit_kc, units, dense, wide):
     named["o"][...] = kl.fori(units, body, named["c"][...], wide=wide)
 
 
-def _round_up(x: int, m: int) -> int:
+def round_up(x: int, m: int) -> int:
+    """The least multiple of ``m`` that is at least ``x``."""
     return -(-x // m) * m
 
 
-def _narrow(codes, bits: int, signed: bool):
+def narrow(codes, bits: int, signed: bool):
     """Codes in the narrowest integer type that holds them (fewer bytes per load)."""
     if bits <= 8:
         return codes.astype(jnp.int8 if signed else jnp.uint8)
@@ -242,6 +249,10 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
 
     ``kern.dense``: a_codes (Mp, Kp) and b_codes (Kp, Np); ``pos`` (the zeros that
     `jwmma.tiled.operands` gives a dense A, or None) is not read."""
+    if tiling.lowering == "mosaic":
+        from . import mosaic
+
+        return mosaic.run(kern, a_codes, pos, b_codes, c, tiling=tiling)
     if kern.dense:
         pos = None
     if a_codes.ndim > 2:
@@ -257,7 +268,7 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
     if not kern.dense and (pos is None or pos.shape != a_codes.shape):
         raise ValueError(f"positions {None if pos is None else pos.shape} must match a {a_codes.shape}")
     tm, tn = tiling.tm, tiling.tn
-    mp, np_ = _round_up(m, tm), _round_up(n, tn)
+    mp, np_ = round_up(m, tm), round_up(n, tn)
     if mp != m:
         a_codes = jnp.pad(a_codes, ((0, mp - m), (0, 0)))
         if not kern.dense:
@@ -272,10 +283,10 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
     a_bits, b_bits, signed = kern.code_bits
     a_spec = pl.BlockSpec((tm, kch), lambda i, j: (i, 0))
     b_spec = pl.BlockSpec((kd, tn), lambda i, j: (0, j))
-    ops = {"a": (_narrow(a_codes, a_bits, signed), a_spec)}
+    ops = {"a": (narrow(a_codes, a_bits, signed), a_spec)}
     if not kern.dense:
         ops["p"] = (pos.astype(jnp.int8), a_spec)
-    ops["b"] = (_narrow(b_codes, b_bits, signed), b_spec)
+    ops["b"] = (narrow(b_codes, b_bits, signed), b_spec)
     if kern.a_word is not None:
         ops["aw"] = (kern.a_word(a_codes.astype(jnp.int32)), a_spec)
     if kern.b_word is not None:
@@ -294,6 +305,8 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
                                wide=kern.wide_loops)
     if not tiling.interpret:
         quiet_triton_deprecation()
+    from jax.experimental.pallas import triton as pl_triton  # here: the Mosaic driver does without it
+
     out = pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((mp, np_), jnp.int32),

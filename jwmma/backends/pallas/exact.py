@@ -94,7 +94,7 @@ def make_step(spec, model: Exact, ctx: Context):
             return fast(view, acc)
         sa, sb = view.summaries()  # exponents of the tile's nonzero finite operands
         ok = (sa.emax + sb.emax + 2 + lg) - (sa.emin + sb.emin - mab) <= 53
-        return lax.cond(ok, lambda: fast(view, acc), lambda: slow(view, acc))
+        return kl.cond(ok, lambda: fast(view, acc), lambda: slow(view, acc))
 
     word = lambda f: (lambda x: lax.bitcast_convert_type(_f32_value(f, x), jnp.int32)) if in_f32 else None  # noqa: E731
     return Kernel(step, kc, (fa, fb), (fa.bits, fb.bits, False), a_word=word(fa), b_word=word(fb))

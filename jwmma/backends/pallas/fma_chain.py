@@ -217,13 +217,13 @@ def make_step(spec, model: FMAChain, ctx: Context):
             ok = (~sub & ~sa.tiny & ~sb.tiny & (sa.emin + sb.emin - fa.mbits - fb.mbits >= -102)
                   & (sa.emax + sb.emax + 2 <= 127))
         if both_f32:
-            out = lax.cond(ok, lambda: fast(view, bits), lambda: slow(view, bits))
+            out = kl.cond(ok, lambda: fast(view, bits), lambda: slow(view, bits))
         else:
             out = slow(view, bits)
         is_nan = (out & 0x7FFFFFFF) > 0x7F800000
         if propagate:
             word = jnp.where((bits & 0x7FFFFFFF) > 0x7F800000, bits | QUIET, jnp.int32(INVALID))
-            word = lax.cond(sa.special | sb.special, lambda: last_nan(view, word), lambda: word)
+            word = kl.cond(sa.special | sb.special, lambda: last_nan(view, word), lambda: word)
         else:
             word = jnp.int32(QNAN["f32"])
         return narrow(jnp.where(is_nan, word, out).astype(jnp.int32), is_nan)

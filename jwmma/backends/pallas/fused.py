@@ -278,7 +278,7 @@ def combine_float(model: FusedGroups, S, Es, cf: kl.Dec, drop: bool):
         R = jnp.floor(R * p2(-t)) * p2(t)
     ok = jnp.min(jnp.where(R == 0, 0, lead)) >= F32.min_exp
     fast = lambda: lax.bitcast_convert_type((R * p2(unit)).astype(jnp.float32), jnp.int32)
-    return lax.cond(ok, fast, lambda: combine(model, S, Es, cf, drop))
+    return kl.cond(ok, fast, lambda: combine(model, S, Es, cf, drop))
 
 
 def finish(bits, cf: kl.Dec, flags=None):
@@ -353,7 +353,7 @@ def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, f
             S, Es = group_sum3(plan, view, cols, gather) if use3 else _group_sum(plan, views, cols)
             cf = kl.decode(F32, acc, with_val=False)
             bits = comb(model, S, Es, cf, plan.drop)
-            acc = lax.cond(special, lambda: _with_flags(plan, view, cols, bits, cf, wide_loops), lambda: finish(bits, cf))
+            acc = kl.cond(special, lambda: _with_flags(plan, view, cols, bits, cf, wide_loops), lambda: finish(bits, cf))
         return acc
 
     fa, fb = ctx.a, ctx.b

@@ -145,7 +145,7 @@ def _round(plan: _Plan, total, G, dt):
             bits = jnp.where((bits & mask) == 0x7C00, (bits & 0x8000) | 0x7BFF, bits)
         return jnp.where((bits & mask) == 0, 0, bits)
     if plan.float_round and dt == jnp.int32:
-        bits = lax.cond(f32_normal_ok(total, G), lambda: round_f32_by_float(total, G), lambda: rnd(F32))
+        bits = kl.cond(f32_normal_ok(total, G), lambda: round_f32_by_float(total, G), lambda: rnd(F32))
     else:
         bits = rnd(F32)
     bits = jnp.where((bits & 0x7FFFFFFF) == 0, 0, bits)
@@ -217,7 +217,7 @@ def make_step(spec, model: Gfx12Dot4, ctx: Context, float_round: bool = False):
             total, G, dt = _step_total(plan, view, cols, a_dec, brows, cf, acc)
             bits = _round(plan, total, G, dt)
             c_bits = acc
-            acc = lax.cond(special, lambda: _specials(plan, bits, cf, c_bits, _flags(plan, view, cols, a_dec)),
+            acc = kl.cond(special, lambda: _specials(plan, bits, cf, c_bits, _flags(plan, view, cols, a_dec)),
                            lambda: _specials(plan, bits, cf, c_bits, None))
         return acc
 

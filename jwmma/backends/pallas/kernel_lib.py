@@ -9,6 +9,10 @@ how it is built (NUMERICS.md section 1.3, 2.2).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -17,8 +21,49 @@ from ...numerics.formats import Fields as Dec  # decoded fields, one record for 
 from ...numerics.formats import FloatFormat, decode_fields, f32_magnitude, pow2_f32
 from ...numerics.formats import exactly_normal_in_f32 as exactly_f32
 
-__all__ = ["fori", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
+__all__ = ["fori", "cond", "tile_layout", "on_tile", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
            "shift64", "round_to_format"]
+
+#: (cast, layout) while a Mosaic GPU kernel is traced (`tile_layout`), else None
+_TILE = contextvars.ContextVar("jwmma_tile_layout", default=None)
+
+
+@contextlib.contextmanager
+def tile_layout(cast, layout):
+    """While a kernel body is traced for Mosaic GPU (`mosaic`): every 2-D value where
+    branches and loop carries meet is given ``layout`` by ``cast`` (`on_tile`)."""
+    token = _TILE.set((cast, layout))
+    try:
+        yield
+    finally:
+        _TILE.reset(token)
+
+
+def on_tile(tree):
+    """The 2-D arrays of ``tree`` in the tile layout of `tile_layout` (Mosaic GPU gives a
+    constant a splat layout and a loaded tile another, and refuses branches or loop carries
+    whose layouts differ); unchanged otherwise (Triton, interpret mode)."""
+    ctx = _TILE.get()
+    if ctx is None:
+        return tree
+    cast, layout = ctx
+
+    def fix(x):
+        if getattr(x, "ndim", 0) != 2:
+            return x
+        if jnp.issubdtype(x.dtype, jnp.signedinteger):
+            # Mosaic GPU also keys loop carries by a signedness it tracks per value (a bitcast
+            # from f32 gives an unsigned int32): a round trip through the unsigned type resets it
+            x = x.astype(jnp.dtype(f"uint{x.dtype.itemsize * 8}")).astype(x.dtype)
+        return cast(x, layout)
+
+    return jax.tree_util.tree_map(fix, tree)
+
+
+def cond(pred, true_fn, false_fn):
+    """``lax.cond(pred, true_fn, false_fn)`` whose branches give their tiles one layout (`on_tile`)."""
+    return lax.cond(pred, lambda: on_tile(true_fn()), lambda: on_tile(false_fn()))
+
 
 def fori(n: int, body, init, wide: bool = False):
     """``lax.fori_loop(0, n, body, init)`` as a loop Pallas lowers to one ``scf.for``.
@@ -29,12 +74,13 @@ def fori(n: int, body, init, wide: bool = False):
     (`lax.fori_loop` with Python bounds, inside the scope), for kernels lowered inside the
     scope (an eager `jwmma.gemm`): Triton compiles the main loop of the bf16 fused kernel to
     code twice as fast with it on an H200 (benchmarks/RESULTS.md, "bf16 regression")."""
+    init = on_tile(init)
     if wide:
-        return lax.fori_loop(0, n, body, init)
+        return lax.fori_loop(0, n, lambda i, x: on_tile(body(i, x)), init)
 
     def step(carry, _):
         i, x = carry
-        return (i + np.int32(1), body(i, x)), None
+        return (i + np.int32(1), on_tile(body(i, x))), None
 
     return lax.scan(step, (np.int32(0), init), None, length=n)[0][1]
 
@@ -77,9 +123,10 @@ def select4(pos, rows):
 
 
 def tile_any(x) -> jnp.ndarray:
-    """Scalar: is any element of the bool tile true? (`jnp.any` lowers to reduce_or, which
-    the Pallas Triton lowering lacks.)"""
-    return jnp.max(jnp.where(x, 1, 0)) > 0
+    """Scalar: is any element of the bool (rows, cols) tile true? (`jnp.any` lowers to
+    reduce_or, which the Pallas Triton lowering lacks; one axis at a time, as Mosaic GPU
+    lowers reductions.)"""
+    return jnp.max(jnp.max(jnp.where(x, 1, 0), axis=1), axis=0) > 0
 
 
 def bitlen32(x):

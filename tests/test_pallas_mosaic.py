@@ -1,0 +1,131 @@
+"""The Pallas kernels lowered by Mosaic GPU (`PallasOptions(lowering='mosaic')`,
+`jwmma.backends.pallas.mosaic`) give the XLA path's bits, in Pallas interpret mode on this CPU,
+and their Python lowering for CUDA succeeds without a GPU (`jax.export` for 'cuda': Mosaic
+GPU's layout rules, reductions, branch and loop-carry layouts are checked there; its compiler
+and the speed need a GPU).
+
+Reference: `jwmma.tiled.paths.matrix_path` on XLA, fed the same tile-padded codes
+(`pallas_support.cases`: NaN/Inf, subnormal results, cancellation, extreme C).
+Two N tiles per case; the 8-bit fused-group and chain cases run two K blocks (the
+accumulator carried across the pipeline), the padded `jwmma.gemm` three. Default: the
+integer kernel's bits, the fused groups' lowering and the option checks; ``-m slow``: every
+family's bits and lowering.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jwmma
+from jwmma import models
+from jwmma.backends import pallas
+from jwmma.engine.options import Options, PallasOptions, resolve
+from jwmma.engine.step import context
+from jwmma.isa.table import lookup
+from jwmma.numerics.rounding import x64_scope
+from jwmma.tiled import paths
+
+from pallas_support import abstract_gpu, cases, run
+
+XLA = resolve(Options(backend="xla", platform="cpu"))
+MOSAIC = resolve(Options(backend="pallas", platform="cpu", pallas=PallasOptions(interpret=True, lowering="mosaic")))
+
+FAMILIES = [  # (builtin, model, clamp): every family the Mosaic driver runs
+    ("swmmac_i32_16x16x32_iu8_w32", None, True),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", None, False, marks=pytest.mark.slow),  # fused groups, 2-D
+    pytest.param("smfmac_f32_16x16x64_bf16", None, False, marks=pytest.mark.slow),  # integer alignment
+    pytest.param("smfmac_f32_16x16x64_f16", None, False, marks=pytest.mark.slow),
+    pytest.param("swmmac_f32_16x16x32_f16_w32", None, False, marks=pytest.mark.slow),  # gfx12
+    pytest.param("swmmac_f16_16x16x32_f16_w32", None, False, marks=pytest.mark.slow),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "exact", False, marks=pytest.mark.slow),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k", False, marks=pytest.mark.slow),
+    pytest.param("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", False, marks=pytest.mark.slow),  # NaN words
+    pytest.param("swmmac_bf16_16x16x32_bf16_w32", "fma_chain", False, marks=pytest.mark.slow),
+    pytest.param("wmma_f32_16x16x16_f16_w32_gfx12", None, False, marks=pytest.mark.slow),  # dense
+    pytest.param("wmma_f32_16x16x16_fp8_fp8_w32_gfx12", "cdna3", False, marks=pytest.mark.slow),
+]
+
+
+def _model(builtin, model, clamp=False):
+    spec = lookup(builtin)
+    return spec, models.resolve(model, context(spec, clamp), spec.default_model)
+
+
+@pytest.mark.parametrize("builtin,model,clamp", FAMILIES)
+def test_bits_in_interpret_mode(builtin, model, clamp):
+    spec, m_obj = _model(builtin, model, clamp)
+    assert pallas.kernel_for(spec, m_obj, MOSAIC)
+    for a, p, b, c in cases(spec, clamp):
+        ref = run(paths.matrix_path, XLA, spec, m_obj, clamp, a, p, b, c)
+        got = run(pallas.matrix_path, MOSAIC, spec, m_obj, clamp, a, p, b, c)
+        bad = np.argwhere(ref.astype(np.uint32) != got.astype(np.uint32))
+        assert bad.size == 0, (f"{builtin} {m_obj.describe()}: {len(bad)} of {ref.size} outputs differ, first at "
+                               f"{tuple(bad[0])}")
+
+
+@pytest.mark.slow
+def test_gemm_pads_rows_columns_and_batch():
+    """Through `jwmma.gemm`: M and N not multiples of the (64, 64) tile, a batch dim, K of
+    three K blocks."""
+    rng = np.random.default_rng(7)
+    a = jwmma.numerics.cast(rng.standard_normal((2, 70, 384)), jnp.float16)
+    b = jwmma.numerics.cast(rng.standard_normal((2, 384, 40)), jnp.float16)
+    c = rng.standard_normal((2, 70, 40)).astype(np.float32)
+    kw = dict(builtin="smfmac_f32_16x16x64_f16", prune=True)
+    ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
+    got = np.asarray(jwmma.gemm(a, b, c, options=Options(backend="pallas", pallas=PallasOptions(lowering="mosaic")),
+                                **kw))
+    assert (ref.view(np.uint32) == got.view(np.uint32)).all()
+
+
+def _lower_for_cuda(builtin, model):
+    spec, m_obj = _model(builtin, model)
+    opts = resolve(Options(backend="pallas", platform="gpu", pallas=PallasOptions(lowering="mosaic")))
+    args = (jnp.zeros((64, 2 * spec.kc), jnp.int32), jnp.zeros((64, 2 * spec.kc), jnp.int32),
+            jnp.zeros((2 * spec.k, 128), jnp.int32), jnp.zeros((64, 128), jnp.int32))
+    fn = jax.jit(lambda *x: pallas.matrix_path(*x, spec=spec, model=m_obj, options=opts))
+    with x64_scope(), abstract_gpu():
+        return jax.export.export(fn, platforms=("cuda",))(*args).mlir_module()
+
+
+@pytest.mark.parametrize("builtin,model", [
+    ("smfmac_f32_16x16x128_fp8_fp8", None),
+    *[pytest.param(b, m, marks=pytest.mark.slow) for b, m in [
+        ("smfmac_f32_16x16x64_bf16", None), ("swmmac_f32_16x16x32_f16_w32", None),
+        ("swmmac_f16_16x16x32_f16_w32", None), ("smfmac_f32_16x16x128_fp8_fp8", "exact"),
+        ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k"), ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain"),
+        ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain"), ("swmmac_i32_16x16x32_iu8_w32", None),
+        ("wmma_f32_16x16x16_f16_w32_gfx12", None)]],
+])
+def test_mosaic_gpu_lowering_without_gpu(builtin, model):
+    """Pallas lowers the kernel to a Mosaic GPU custom call (its layout inference, the
+    reductions, the layouts of branches and loop carries all pass)."""
+    pytest.importorskip("jax._src.pallas.mosaic_gpu.lowering")
+    text = _lower_for_cuda(builtin, model)
+    assert "mosaic_gpu" in text and "triton" not in text
+
+
+def test_options_the_mosaic_driver_refuses():
+    fp8, fused = _model("smfmac_f32_16x16x128_fp8_fp8", None)
+    for kw in (dict(vec3=True), dict(gather=True), dict(float_combine=True)):
+        with pytest.raises(ValueError, match="runs the 2-D kernels"):
+            pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic", **kw))
+    t = pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic"))
+    assert (t.tm, t.tn, t.lowering, t.vec3, t.float_combine) == (*pallas.MOSAIC_TILE, "mosaic", False, False)
+    with pytest.raises(ValueError, match="lowering must be None, 'triton' or 'mosaic'"):
+        PallasOptions(lowering="cuda")
+    mx, scaled = _model("mfma_scale_f32_16x16x128_f8f6f4", None)
+    with pytest.raises(ValueError, match="3-D fused-group form"):
+        pallas.kernel_for(mx, scaled, MOSAIC)
+    auto = MOSAIC.replace(pallas=MOSAIC.pallas.replace(auto=True))
+    assert not pallas.kernel_for(mx, scaled, auto)  # backend='auto' runs XLA there
+    from jwmma.backends.pallas import mosaic
+
+    spec, integer = _model("swmmac_i32_16x16x32_iu8_w32", None)
+    kern = pallas.make_kernel(spec, integer)
+    zeros = jnp.zeros((64, 64), jnp.int32)
+    with pytest.raises(ValueError, match="tm a multiple of 64"):
+        mosaic.run(kern, zeros, zeros, jnp.zeros((128, 64), jnp.int32), zeros,
+                   tiling=pallas.tiling(spec, integer, PallasOptions(lowering="mosaic", tm=32, interpret=True)))
