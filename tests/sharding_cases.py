@@ -311,6 +311,27 @@ def test_f64_sharded_inputs_jit_and_empty(rng):
     same_f64(jwmma.gemm(a[..., :0], b[:0], c, devices=2, **kw), c, False)
 
 
+@pytest.mark.slow
+def test_f64_unit_devices_and_mesh(rng):
+    """An f64 Unit with devices= or mesh=: dot_general, its gradients through an f64 backward
+    unit and matmul give the one-device unit's bits (x64 on, as an f64 unit needs)."""
+    x, w = float64_values(rng, (2, 10, 6), "random"), float64_values(rng, (6, 12), "random")
+    dn = (((2,), (0,)), ((), ()))
+
+    def run(**spread):
+        unit = jwmma.Unit(F64[0], backward=jwmma.Unit(F64[0], **spread), **spread)
+        y = jwmma.dot_general(x, w, dn, unit=unit)
+        grads = jax.jit(jax.grad(lambda x, w: jwmma.dot_general(x, w, dn, unit=unit).sum(), argnums=(0, 1)))(x, w)
+        return (y, *grads, jwmma.matmul(x, w, builtin=F64[0], **spread))
+
+    with jax.enable_x64(True):
+        x, w = jax.numpy.asarray(x), jax.numpy.asarray(w)
+        ref = run()
+        for spread in (dict(devices=2), dict(mesh=mesh_of((2,), ("m",)))):
+            for got, want in zip(run(**spread), ref):
+                same_f64(got, np.asarray(want), True)
+
+
 # ------------------------------------------------------------------------------- layout
 def test_auto_layout_choices():
     assert sharding.auto_layout(8, (), 16384, 16384, (16, 16)) == (8, 1)
