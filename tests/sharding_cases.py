@@ -26,6 +26,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import jwmma  # noqa: E402
 from jwmma.cli import devices  # noqa: E402
 from jwmma.tiled import plan as sharding  # noqa: E402
+from tests.oracles.f64_data import float64_values  # noqa: E402
 
 FP8 = "smfmac_f32_16x16x128_fp8_fp8"
 
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.skipif(
 
 def bits(x):
     x = np.asarray(x)
-    return x.view({4: np.uint32, 2: np.uint16, 1: np.uint8}[x.dtype.itemsize])
+    return x.view({8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}[x.dtype.itemsize])
 
 
 def same_bits(d, ref):
@@ -238,6 +239,97 @@ def test_more_models_and_32x32_tiles(rng, model):
     for devices in (3, 8):
         d = jwmma.gemm(a, b, builtin=name, model=model, prune=True, devices=devices)
         same_bits(d, ref)
+
+
+# ------------------------------------------------------------------------------ f64 MFMA
+F64 = ("mfma_f64_16x16x4f64", "mfma_f64_4x4x4f64")
+
+
+def f64_operands(rng, batch, m, n, k):
+    """Adversarial float64 A (*batch, M, K), B (K, N), C (*batch, M, N) (subnormals, NaN/Inf,
+    overflow; K = 0 and 1 cancel exactly in every output)."""
+    a, b = float64_values(rng, (*batch, m, k), "adversarial"), float64_values(rng, (k, n), "adversarial")
+    a[..., 1], b[1, :] = a[..., 0], -b[0, :]
+    return a, b, float64_values(rng, (*batch, m, n), "adversarial")
+
+
+def same_f64(d, ref, x64: bool):
+    """D is what the f64 rows give (numpy float64 with jax_enable_x64 off, a float64 JAX array
+    with it on) with the one-device bits (uint64)."""
+    assert isinstance(d, jax.Array) if x64 else isinstance(d, np.ndarray)
+    same_bits(d, ref)
+
+
+def test_f64_devices_keep_one_device_bits(rng):
+    """The f64 MFMA spread over devices=2 (M split; M, N, K odd: every shard padded) with a C:
+    the one-device bits, a numpy float64 D with jax_enable_x64 off (the user's setting kept)."""
+    a, b, c = f64_operands(rng, (), 10, 7, 5)
+    kw = dict(builtin="mfma_f64_4x4x4f64", target="gfx90a")
+    ref = jwmma.gemm(a, b, c, **kw)
+    assert sharding.plan_gemm(jwmma.BUILTINS[kw["builtin"]], a, b, c, devices=2).splits == {"m": 2, "n": 1}
+    same_f64(jwmma.gemm(a, b, c, devices=2, **kw), ref, x64=False)
+    assert not jax.config.jax_enable_x64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,target,path", [(F64[0], "gfx942", "matrix"), (F64[0], "gfx90a", "registers"),
+                                              (F64[1], "gfx950", "registers"), (F64[1], "gfx942", "matrix")])
+@pytest.mark.parametrize("x64", [False, True])
+def test_f64_devices_and_meshes_grid(rng, name, target, path, x64):
+    """devices=2 (C given and None), meshes over M x N and batch x M (odd shapes, every shard
+    padded), x64 off and on: the one-device bits; with x64 on D stays sharded."""
+    a, b, c = f64_operands(rng, (2,), 22, 18, 9)
+    kw = dict(builtin=name, target=target, path=path)
+    runs = [(dict(devices=2), c), (dict(devices=2), None), (dict(mesh=mesh_of((2, 2), ("m", "n"))), c),
+            (dict(mesh=mesh_of((2, 4), ("x", "y")), mesh_axes=("batch", "m")), c)]
+    with jax.enable_x64(x64):
+        ref, ref0 = jwmma.gemm(a, b, c, **kw), jwmma.gemm(a, b, **kw)
+        for spread, cc in runs:
+            d = jwmma.gemm(a, b, cc, **spread, **kw)
+            same_f64(d, ref if cc is not None else ref0, x64)
+            if x64:
+                assert isinstance(d.sharding, NamedSharding) and len(d.sharding.device_set) > 1
+    assert not jax.config.jax_enable_x64
+
+
+@pytest.mark.slow
+def test_f64_sharded_inputs_jit_and_empty(rng):
+    """With x64 on: float64 inputs carrying a NamedSharding are followed, gemm with devices=2
+    inside the user's jit, and a GEMM of K = 0 over devices (D = C bit for bit)."""
+    a, b, c = f64_operands(rng, (4,), 12, 10, 7)
+    kw = dict(builtin=F64[0])
+    with jax.enable_x64(True):
+        ref = jwmma.gemm(a, b, c, **kw)
+        mesh = mesh_of((2, 2), ("x", "y"))
+        a_s = jax.device_put(a, NamedSharding(mesh, P("x", "y", None)))
+        c_s = jax.device_put(c, NamedSharding(mesh, P("x", "y", None)))
+        d = jwmma.gemm(a_s, b, c_s, **kw)
+        same_f64(d, ref, True)
+        assert d.sharding.mesh.size == 4 and shard_shapes(d) == [(2, 6, 10)]
+        same_f64(jax.jit(lambda a, b, c: jwmma.gemm(a, b, c, devices=2, **kw))(a, b, c), ref, True)
+        same_f64(jwmma.gemm(a[..., :0], b[:0], c, devices=2, **kw), c, True)
+    same_f64(jwmma.gemm(a[..., :0], b[:0], c, devices=2, **kw), c, False)
+
+
+@pytest.mark.slow
+def test_f64_unit_devices_and_mesh(rng):
+    """An f64 Unit with devices= or mesh=: dot_general, its gradients through an f64 backward
+    unit and matmul give the one-device unit's bits (x64 on, as an f64 unit needs)."""
+    x, w = float64_values(rng, (2, 10, 6), "random"), float64_values(rng, (6, 12), "random")
+    dn = (((2,), (0,)), ((), ()))
+
+    def run(**spread):
+        unit = jwmma.Unit(F64[0], backward=jwmma.Unit(F64[0], **spread), **spread)
+        y = jwmma.dot_general(x, w, dn, unit=unit)
+        grads = jax.jit(jax.grad(lambda x, w: jwmma.dot_general(x, w, dn, unit=unit).sum(), argnums=(0, 1)))(x, w)
+        return (y, *grads, jwmma.matmul(x, w, builtin=F64[0], **spread))
+
+    with jax.enable_x64(True):
+        x, w = jax.numpy.asarray(x), jax.numpy.asarray(w)
+        ref = run()
+        for spread in (dict(devices=2), dict(mesh=mesh_of((2,), ("m",)))):
+            for got, want in zip(run(**spread), ref):
+                same_f64(got, np.asarray(want), True)
 
 
 # ------------------------------------------------------------------------------- layout

@@ -89,8 +89,9 @@ class Unit(metaclass=_NamedFields):
         builtin: a floating-point builtin of `jwmma.BUILTINS` (its A and B formats are the
             operands' formats, its C format the accumulator's); sparse (SMFMAC/SWMMAC) or dense
             (WMMA, MFMA). The f64 MFMA ``mfma_f64_16x16x4f64`` / ``mfma_f64_4x4x4f64`` need
-            ``jax_enable_x64`` on when the unit is used (module doc); they run on one device
-            with the XLA backend, as their `jwmma.gemm` does.
+            ``jax_enable_x64`` on when the unit is used (module doc); they run with the XLA
+            backend, as their `jwmma.gemm` does (on one device, or spread by ``devices`` /
+            ``mesh`` with the same bits).
         model: a preset name, model text or `jwmma.models.Model` (None: the builtin's default).
         scaling: 'row' (A per row of the GEMM = per output channel of a weight, B per column =
             per token), 'tensor' (one factor per operand), 'none' (a plain cast) or 'mx' (OCP
@@ -182,8 +183,9 @@ class Unit(metaclass=_NamedFields):
             raise TypeError(f"a Unit's fields must be hashable values (a unit keys compiled programs): {e}") from None
 
     def _check_f64(self, spec) -> None:
-        """What an f64 unit refuses when it is built: scaling other than 'none', the execution
-        choices the f64 GEMM has not (`jwmma.gemm` with these rows: one device, XLA)."""
+        """What an f64 unit refuses when it is built: scaling other than 'none', and the Pallas
+        backend, which has no f64 kernel (`jwmma.gemm` with these rows runs on XLA, on one device
+        or spread over devices=/mesh=)."""
         if self.scaling != "none":
             raise ValueError(f"Unit(builtin={self.builtin!r}, scaling={self.scaling!r}): the f64 MFMA multiplies "
                              f"float64 operands as they are; there is no narrower format to quantise them into, so "
@@ -193,11 +195,6 @@ class Unit(metaclass=_NamedFields):
         if backend == "pallas":
             raise ValueError(f"Unit(builtin={self.builtin!r}, backend='pallas'): the Pallas kernels move 32-bit codes "
                              f"and have no f64 MFMA kernel; pass backend='xla' or 'auto' (or None)")
-        for name in ("devices", "mesh", "mesh_axes"):
-            if getattr(self, name) is not None:
-                raise ValueError(f"Unit(builtin={self.builtin!r}, {name}=...): the f64 MFMA's GEMM runs on one device "
-                                 f"(jwmma.gemm's sharded paths move 32-bit codes); got {name}="
-                                 f"{getattr(self, name)!r}, pass None (split the batch yourself to use more devices)")
 
     @property
     def spec(self):

@@ -7,6 +7,7 @@ Every path and layout gives the same bits.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -44,7 +45,8 @@ def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=N
         kernel: ``kernel(a, p, b, c)`` -> D in the same form; every output depends only on
             its row of A and column of B.
         a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np) int32; c_codes:
-            (*batch, Mp, Np) int32 accumulator bits (or i32 values).
+            (*batch, Mp, Np) int32 accumulator bits (or i32 values); A, B, C int64 for f64
+            (`operands.code_dtype`), whose kernel runs inside `x64_scope` either way.
         shape: the (M, N) to cut D to (None: keep it padded).
         plan: a `Plan` to run the kernel on every shard of a device mesh, or None.
     Returns:
@@ -81,11 +83,13 @@ def _float64_out(spec, d):
 
 
 def _check_float64(spec, dist) -> None:
-    """The f64 rows run their GEMM on one device for now: the spread and Pallas paths move 32-bit
-    codes."""
-    if spec.c_type == "f64" and dist is not None:
-        raise ValueError(f"jwmma.gemm with {spec.name} runs on one device (devices=, mesh= and sharded inputs are not "
-                         f"supported for the f64 MFMA yet); call it without them, or split the batch yourself")
+    """An f64 GEMM over a mesh spanning processes needs jax_enable_x64 on: its D is then a global
+    float64 array; with x64 off D would be a numpy array (`_float64_out`), the whole of it on every
+    process, which jwmma never gathers across hosts."""
+    if spec.c_type == "f64" and dist is not None and dist.spans_processes and not jax.config.jax_enable_x64:
+        raise ValueError(f"jwmma.gemm with {spec.name} over a mesh spanning processes needs jax_enable_x64 on (D is "
+                         f"then a global float64 array; with it off D is a numpy array, which would gather the whole "
+                         f"D onto every process): jax.config.update('jax_enable_x64', True), or devices='local'")
 
 
 def _call_description(spec, model, path, prune, modifiers, s, opts, a, b, c, dist) -> dict:
@@ -185,9 +189,10 @@ def gemm(
         (*batch, M, N) in the accumulator's dtype; sharded (never gathered) when spread over
         devices. The f64 MFMA (float64 A, B, C: numpy arrays, or JAX arrays with
         jax_enable_x64 on) compute under an internal 64-bit scope, never switching x64 on for the
-        user; D is a float64 JAX array when jax_enable_x64 is on and a numpy float64 array
-        (host, the same bits) when it is off, where JAX has no float64 arrays. They run on one
-        device.
+        user; D is a float64 JAX array when jax_enable_x64 is on (sharded when spread) and a
+        numpy float64 array (host, the same bits) when it is off, where JAX has no float64
+        arrays. Spread over devices or a mesh they give the one-device bits; a mesh spanning
+        processes needs jax_enable_x64 on.
 
     Several processes (`jax.distributed`; README "Several machines"): ``devices='all'`` and
     meshes may span every process's devices; inputs are then global arrays
@@ -238,9 +243,6 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
     if dist is not None and dist.spans_processes:  # before any collective on data
         processes.agree(_call_description(spec, m_obj, path, prune, (a_signed, b_signed, clamp), s, opts, a, b, c,
                                           dist), f"jwmma.gemm({spec.name})")
-    if dist is not None:  # each device receives only its shard; preparation runs sharded
-        a, b, c = dist.place(a, b, c)
-
     signed = (a_signed, b_signed) if spec.integer else (None, None)
     xla_here = dist is None and not (path == "matrix" and pallas.kernel_for(spec, m_obj, opts))
     if extent is not None and not xla_here:  # `buckets` decides before it pads
@@ -265,6 +267,21 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
         if bucket is not None:  # cut on the host: no program per shape
             d = jax.device_put(np.ascontiguousarray(np.asarray(d)[..., : real[0], : real[1]]))
         return _float64_out(spec, d)
+    # the f64 rows' operands are float64 and their codes int64 from placement to D: all of it inside
+    # x64_scope (outside it JAX would place float64 data as float32 and cut int64 codes to 32 bits)
+    with x64_scope() if spec.c_type == "f64" else contextlib.nullcontext():
+        if dist is not None:  # each device receives only its shard; preparation runs sharded
+            a, b, c = dist.place(a, b, c)
+        d = _padded_codes_path(spec, m_obj, opts, dist, a, b, c, path=path, prune=prune, check=check,
+                               a_signed=a_signed, b_signed=b_signed, clamp=clamp, s=s)
+    return _float64_out(spec, d)
+
+
+def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, a_signed, b_signed, clamp, s):
+    """D of a GEMM that runs on whole padded codes (`operands.codes`, `emulate_padded`): spread
+    over ``dist``'s mesh, or the Pallas kernel on one device. Operands placed already; called
+    inside `x64_scope` for the f64 rows (their codes are int64)."""
+    signed = (a_signed, b_signed) if spec.integer else (None, None)
     ops = operands.codes(spec, a, b, c, prune=prune, check=check, signed=signed)
     if ops.m == 0 or ops.n == 0 or ops.k == 0 or 0 in ops.batch:  # no instruction issued: D = C
         shape = ops.batch + (ops.m, ops.n)
@@ -273,8 +290,8 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
     opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k), m_obj,
                   (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, dist is None,
                    shapes_key(ops.a, ops.pos, ops.b, ops.c)))
-    if ops.c is None and dist is not None:
-        ops = dataclasses.replace(ops, c=dist.zeros())  # created sharded, never whole on one device
+    if ops.c is None and dist is not None:  # created sharded, never whole on one device
+        ops = dataclasses.replace(ops, c=dist.zeros(operands.code_dtype(spec)))
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
     padded = operands.pad_codes(ops, rows, cols, -(-ops.k // spec.k) * spec.k)
 
@@ -286,4 +303,4 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
     )
     with pallas.quiet_triton():  # the kernels lower here (JAX 0.11 deprecates their backend)
         d = emulate_padded(kernel, *padded, shape=(ops.m, ops.n), plan=dist)
-    return fragments.codes_to_values(spec.c_type, d.astype(jnp.int32))
+    return fragments.codes_to_values(spec.c_type, d.astype(operands.code_dtype(spec)))

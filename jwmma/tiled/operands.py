@@ -2,8 +2,9 @@
 
 Shared by `jwmma.gemm`, `jwmma.kernel` and the sharded runs. A is taken dense (2:4-sparse,
 pruned on request) or as (values, positions); every operand becomes int32 element codes
-(`jwmma.engine.fragments.value_codes`); padding to whole tiles adds zero values, and A's
-padding groups select positions (2, 3), as hipSPARSELt pads (BUILTINS.md section 5). For a
+(`jwmma.engine.fragments.value_codes`; int64 for the f64 rows, `code_dtype`); padding to whole
+tiles adds zero values, and A's padding groups select positions (2, 3), as hipSPARSELt pads
+(BUILTINS.md section 5). For a
 dense builtin (RDNA4 WMMA) A is an ordinary (*batch, M, K) matrix: no 2:4 rule, no positions
 (``pos`` holds zeros that the dense step never reads).
 """
@@ -20,15 +21,16 @@ from ..engine.validation import as_array, check_bool_kw, check_static_bool, chec
 from ..isa.table import SCALE_FORMATS, BuiltinSpec, lookup
 from ..isa.types import element_type
 
-__all__ = ["Codes", "Form", "Inputs", "scaled_spec", "scaled_words", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "word_dtype",
+__all__ = ["Codes", "Form", "Inputs", "scaled_spec", "scaled_words", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "word_dtype", "code_dtype",
            "inputs", "convert", "codes", "pad_to", "pad_a", "pad_codes"]
 
 
 @dataclass(frozen=True)
 class Codes:
-    """A GEMM's operands as int32 element codes: ``a`` and ``pos`` (*batch, M, K/2), ``b``
-    (*batch, K, N), ``c`` (*batch, M, N) or None (zeros), and the logical ``m``, ``n``, ``k``
-    (dense K) and broadcast ``batch`` shape; ``dense``: A and pos are (*batch, M, K)."""
+    """A GEMM's operands as element codes (int32; int64 for f64, `code_dtype`): ``a`` and
+    ``pos`` (*batch, M, K/2), ``b`` (*batch, K, N), ``c`` (*batch, M, N) or None (zeros), and
+    the logical ``m``, ``n``, ``k`` (dense K) and broadcast ``batch`` shape; ``dense``: A and
+    pos are (*batch, M, K)."""
 
     a: object
     pos: object
@@ -238,6 +240,13 @@ def word_dtype(spec: BuiltinSpec) -> np.dtype:
     return np.dtype({2: np.uint16, 8: np.int64}.get(size, np.int32))
 
 
+def code_dtype(spec: BuiltinSpec) -> np.dtype:
+    """The dtype of the element codes that `codes`, `pad_codes` and the kernels on padded codes
+    (`jwmma.tiled.paths.matrix_path`, `register_path`, the sharded runs) move: int64 bit
+    patterns for f64 (they exist inside `x64_scope` only), int32 otherwise."""
+    return np.dtype(np.int64 if element_type(spec.c_type).bits == 64 else np.int32)
+
+
 def accumulator_dtype(spec: BuiltinSpec) -> np.dtype:
     """The numpy dtype of the logical C/D values of ``spec`` (float32, float16, bfloat16, int32, float64)."""
     return element_type(spec.c_type).value_dtype()
@@ -424,8 +433,9 @@ def pad_a(a_codes, pos, rows: int, cols: int):
 
 def pad_codes(ops: Codes, rows: int, cols: int, depth: int):
     """The operands of ``ops`` zero-padded to M = rows, N = cols, dense K = depth (C None
-    becomes zeros) and broadcast to the batch shape: (a, pos, b, c) int32 arrays."""
+    becomes zeros of B's code dtype, `code_dtype`) and broadcast to the batch shape: (a, pos,
+    b, c) int32 arrays (int64 A, B, C codes for f64, inside `x64_scope`)."""
     a, pos = pad_a(jnp.asarray(ops.a), jnp.asarray(ops.pos), rows, depth if ops.dense else depth // 2)
     b = pad_to(jnp.asarray(ops.b), {-2: depth, -1: cols})
-    c = jnp.zeros((rows, cols), jnp.int32) if ops.c is None else pad_to(jnp.asarray(ops.c), {-2: rows, -1: cols})
+    c = jnp.zeros((rows, cols), b.dtype) if ops.c is None else pad_to(jnp.asarray(ops.c), {-2: rows, -1: cols})
     return tuple(jnp.broadcast_to(x, ops.batch + x.shape[-2:]) for x in (a, pos, b, c))

@@ -87,7 +87,9 @@ def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
     """Run ``kernel(a, p, b, c)`` on tile-padded codes in blocks (`jwmma.tiled.blocks`):
     chunks of whole GEMMs of the batch, and blocks of rows of a GEMM too large for one, one
     after the other. An output row depends only on its own A row, so this bounds memory
-    without changing any bit. Returns ``run(a, p, b, c)`` -> (*batch, Mp, Np) int32 D codes."""
+    without changing any bit. Returns ``run(a, p, b, c)`` -> (*batch, Mp, Np) D codes of
+    `operands.code_dtype` (int32; int64 for f64)."""
+    codes = operands.code_dtype(spec)
 
     def run(a_codes, pos, b_codes, c):
         mp, np_ = c.shape[-2:]
@@ -96,9 +98,9 @@ def by_row_blocks(kernel, spec: BuiltinSpec, model, ctx, options):
         def prepare(a, p, b, c, rows, lead):
             return tuple(jnp.broadcast_to(x, lead + x.shape[-2:]) for x in (a, p, b, c))
 
-        return run_blocks(kernel, prepare, lambda d, rows: d.astype(jnp.int32), (a_codes, pos, b_codes, c),
+        return run_blocks(kernel, prepare, lambda d, rows: d.astype(codes), (a_codes, pos, b_codes, c),
                           spec=spec, model=model, ctx=ctx, options=options, batch=batch, m=mp, n=np_, mp=mp,
-                          np_=np_, out_dtype=jnp.int32)
+                          np_=np_, out_dtype=codes)
 
     return run
 
@@ -113,9 +115,10 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_s
 
     Args:
         a_codes, pos: (*batch, Mp, Kp/2) int32; b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np)
-        accumulator codes; spec, model, options, a_signed, b_signed, clamp: static.
+        accumulator codes (A, B, C: int64 for f64, traced inside `x64_scope`); spec, model,
+        options, a_signed, b_signed, clamp: static.
     Returns:
-        (*batch, Mp, Np) int32 D codes.
+        (*batch, Mp, Np) int32 D codes (int64 for f64).
 
     ``options.backend == 'pallas'``: the model family's fused Pallas kernel computes the same
     bits (`jwmma.backends.pallas`); ``wide_loops``: the call is lowered where it is traced,

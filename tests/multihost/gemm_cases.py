@@ -98,7 +98,7 @@ def mesh_of(shape, names):
 # ------------------------------------------------------------------------------ checks
 def bits(x):
     x = np.asarray(x)
-    return x.view({4: np.uint32, 2: np.uint16, 1: np.uint8}[x.dtype.itemsize])
+    return x.view({8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}[x.dtype.itemsize])
 
 
 def check_shards(d, ref):
@@ -236,6 +236,40 @@ def test_gfx950_i8_exact_global_inputs():
     ga = jax.make_array_from_callback(a_full.shape, NamedSharding(mesh, P("m", None)), lambda i: a_full[i])
     gb = jax.make_array_from_callback(b.shape, NamedSharding(mesh, P(None, "n")), lambda i: b[i])
     check_shards(jwmma.gemm(ga, gb, builtin=name), np.asarray(jwmma.gemm(a_full, b, builtin=name)))
+
+
+@case
+def test_f64_global_inputs_with_x64_on():
+    """The f64 MFMA (16x16x4, gfx90a) over a mesh spanning both processes, jax_enable_x64 on:
+    global float64 A (rows split across hosts) and C, host B; D is a global float64 array
+    whose shards hold the one-device bits (uint64), odd N and K (every shard padded)."""
+    name, target = "mfma_f64_16x16x4f64", "gfx90a"
+    mesh = mesh_of((2, 2), ("m", "n"))
+    mk = floats(np.float64)
+    (m, k, n) = (64, 13, 22)
+    with jax.enable_x64(True):
+        a = global_from_rows(40, (m, k), mk, NamedSharding(mesh, P("m", None)))
+        c = global_from_rows(41, (m, n), mk, NamedSharding(mesh, P("m", "n")))
+        b = matrix_b(42, (k, n), mk)
+        d = jwmma.gemm(a, b, c, builtin=name, target=target)
+        assert d.dtype == np.float64 and d.sharding.spec == P("m", "n"), d.sharding
+        ref = np.asarray(jwmma.gemm(matrix_a(40, (m, k), mk), b, matrix_a(41, (m, n), mk), builtin=name,
+                                    target=target))
+        check_shards(d, ref)
+
+
+@case
+def test_f64_with_x64_off_refuses_a_mesh_spanning_processes():
+    """With jax_enable_x64 off an f64 D is a numpy array, which a mesh across processes would
+    gather onto every host: both processes raise the same ValueError naming the fix, before any
+    collective (no hang)."""
+    a, b = np.ones((64, 8)), np.ones((8, 16))
+    try:
+        jwmma.gemm(a, b, builtin="mfma_f64_16x16x4f64", mesh=mesh_of((4,), ("m",)))
+    except ValueError as e:
+        assert "needs jax_enable_x64 on" in str(e) and "devices='local'" in str(e), str(e)
+        return
+    raise AssertionError("no error for an f64 GEMM across processes with x64 off")
 
 
 @case
