@@ -77,18 +77,26 @@ def _prepare(pol: Policy, a, b, c, waves, prune):
             or not all(isinstance(w, (int, np.integer)) and w >= 1 for w in waves)):
         raise ValueError(f"waves must be a pair (waves_m, waves_n) of positive ints, got {waves!r}")
     waves = (int(waves[0]), int(waves[1]))
-    ops = operands.codes(spec, a, b, c, prune=prune)
-    if ops.batch:
+    ins = operands.inputs(spec, a, b, c, prune=prune)   # every check of gemm; converted in `_images`
+    if ins.batch:
         raise ValueError(f"kernel.run takes a 2-D A (M, K) or (values, positions) of (M, K/2), B (K, N) and C "
-                         f"(M, N); got batch dims {ops.batch} (batch dims are not supported here)")
+                         f"(M, N); got batch dims {ins.batch} (batch dims are not supported here)")
     block_m, block_n = waves[0] * spec.m, waves[1] * spec.n
-    mp, np_ = -(-ops.m // block_m) * block_m, -(-ops.n // block_n) * block_n
-    kp = -(-ops.k // spec.k) * spec.k
-    a_codes, pos, b_codes, c_codes = operands.pad_codes(ops, mp, np_, kp)
-    geo = Geometry(ops.m, ops.n, ops.k, mp, np_, kp, waves, spec.m, spec.n, spec.k)
-    images = (_memory(a_codes, spec.a, spec.a.elem_bits), metadata(pos),
-              _memory(b_codes, spec.b, spec.b.elem_bits), codes_to_values(spec.c_type, c_codes))
-    return geo, images
+    mp, np_ = -(-ins.m // block_m) * block_m, -(-ins.n // block_n) * block_n
+    kp = -(-ins.k // spec.k) * spec.k
+    geo = Geometry(ins.m, ins.n, ins.k, mp, np_, kp, waves, spec.m, spec.n, spec.k)
+    return geo, _images(ins.a, ins.pos, ins.b, ins.c, spec=spec, form=ins.form, geo=geo)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "form", "geo"))
+def _images(a, pos, b, c, *, spec, form, geo):
+    """Checked operands (`operands.inputs`) -> codes, padded, as the kernel's memory: one
+    program (op by op, each new shape would compile every small operation)."""
+    a_codes, pos, b_codes, c_codes = operands.convert(form, a, pos, b, c)
+    ops = operands.Codes(a_codes, pos, b_codes, c_codes, geo.m, geo.n, geo.k, (), spec.dense)
+    a_codes, pos, b_codes, c_codes = operands.pad_codes(ops, geo.mp, geo.np_, geo.kp)
+    return (_memory(a_codes, spec.a, spec.a.elem_bits), metadata(pos),
+            _memory(b_codes, spec.b, spec.b.elem_bits), codes_to_values(spec.c_type, c_codes))
 
 
 # ---------------------------------------------------------------------------------- kernel
@@ -229,7 +237,7 @@ def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=
 def _empty(policy, a, b, c, prune, target=None):
     """D for M = 0 or N = 0 (no wave runs: an empty D of the accumulator dtype), else None."""
     spec = as_policy(policy, target).spec
-    ops = operands.codes(spec, a, b, c, prune=prune)
+    ops = operands.inputs(spec, a, b, c, prune=prune)   # the checks only: no conversion
     if ops.m and ops.n:
         return None
     return jnp.zeros((ops.m, ops.n), operands.accumulator_dtype(spec))
