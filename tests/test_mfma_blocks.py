@@ -370,20 +370,21 @@ def test_register_path_and_unit_take_multi_block_rows_grid(rng, name, target):
     _register_path_case(rng, name, target)
 
 
-def test_gemm_refuses_cbsz_abid_and_kernel_multi_block_rows(rng):
-    """cbsz/abid have no meaning for independent output tiles; `jwmma.kernel`'s per-tile register
-    programs take single-block rows: both refused with what to do."""
+def test_gemm_refuses_cbsz_abid_and_kernel_takes_multi_block_rows(rng):
+    """cbsz/abid have no meaning for independent output tiles: refused with what to do.
+    `jwmma.kernel` takes the rows, a wave tile of the call's blocks side by side along N
+    (tests/test_kernel_blocks.py runs such policies)."""
     a = rng.standard_normal((32, 1)).astype(np.float32)
     b = rng.standard_normal((1, 32)).astype(np.float32)
-    with pytest.raises(ValueError, match="cbsz/abid"):
+    with pytest.raises(ValueError, match="jwmma.gemm with cbsz/abid does not drive the multi-block"):
         jwmma.gemm(a, b, builtin="mfma_f32_32x32x1f32", cbsz=1)
 
     class Policy:
         builtin = "mfma_f32_4x4x4f16"
         load_a = load_b = index = store_c = staticmethod(lambda *args: None)
 
-    with pytest.raises(ValueError, match="jwmma.kernel does not drive the multi-block mfma_f32_4x4x4f16"):
-        jwmma.kernel.as_policy(Policy)
+    pol = jwmma.kernel.as_policy(Policy)
+    assert (pol.blocks, pol.thread_tile_m, pol.thread_tile_n, pol.k_step) == (16, 4, 64, 4)
 
 
 def test_layout_view_names_the_block():

@@ -279,21 +279,14 @@ class BuiltinSpec:
         return 2 * slots + opsel if self.opsel else slots
 
     def require_single_block(self, what: str) -> None:
-        """Raise ValueError where ``what`` (a GEMM driver that packs one tile's registers per call:
-        gemm's register path, `Unit`, `jwmma.kernel`) gets a multi-block row, whose call holds
-        several tiles (BUILTINS_DENSE.md 10); gemm's matrix path takes such rows."""
+        """Raise ValueError where ``what`` (today: `jwmma.gemm` with cbsz/abid, whose output tiles
+        would share an A strip) gets a multi-block row, whose call holds several independent tiles
+        (BUILTINS_DENSE.md 10)."""
         if self.blocks > 1:
             raise ValueError(f"{what} does not drive the multi-block {self.name} ({self.blocks} independent "
                              f"{self.m}x{self.n}x{self.k} blocks per call) yet; call the builtin on registers "
-                             f"(pack_a takes (blocks, M, K)), jwmma.gemm's matrix path (each output tile one "
-                             f"block) or a single-block MFMA")
-
-    def require_32bit(self, what: str) -> None:
-        """Raise ValueError where ``what`` (`jwmma.kernel`, whose element codes are 32-bit) gets
-        an f64 row, whose doubles are 64-bit codes (BUILTINS_DENSE.md 11)."""
-        if self.c.elem_bits == 64:
-            raise ValueError(f"{what} does not drive the f64 MFMA ({self.name}) yet; call the builtin on registers "
-                             f"(each double two uint32 words), jwmma.gemm or a jwmma.Unit (float64 in and out)")
+                             f"(pack_a takes (blocks, M, K)), jwmma.gemm without cbsz/abid (each output tile one "
+                             f"block), a jwmma.kernel policy (its own mma may pass cbsz/abid) or a single-block MFMA")
 
     def signature(self) -> str:
         """The HIP prototype, as in the seed pages."""

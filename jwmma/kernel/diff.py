@@ -13,7 +13,11 @@ __all__ = ["compare"]
 
 
 def _ordered(bits, width):
-    """Sign-magnitude float bit patterns -> integers ordered like the floats (ulp distance)."""
+    """Sign-magnitude float bit patterns (int64; a double's own bits) -> integers ordered like
+    the floats (ulp distance; Python ints for doubles, whose distances can pass 2**63)."""
+    if width == 64:
+        mag = (bits & np.int64(2**63 - 1)).astype(object)
+        return np.where(bits < 0, -mag, mag)
     bits = bits.astype(np.int64) & ((1 << width) - 1)
     sign = bits >> (width - 1)
     mag = bits & ((1 << (width - 1)) - 1)
@@ -158,7 +162,7 @@ def compare(d, ref, *, policy=None, geometry=None, writes=None, offsets=None, ma
     is_float = dt.kind == "f" or dt == np.dtype(ml_dtypes.bfloat16)
     width = dt.itemsize * 8
     if is_float:
-        view = {4: np.int32, 2: np.int16}[dt.itemsize]
+        view = {8: np.int64, 4: np.int32, 2: np.int16}[dt.itemsize]
         db, rb = d.view(view).astype(np.int64), ref.view(view).astype(np.int64)
     else:
         db, rb = d.astype(np.int64), ref.astype(np.int64)

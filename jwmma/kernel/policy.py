@@ -13,6 +13,7 @@ import numpy as np
 from jax import lax
 
 from ..engine.builtins import FUNCTIONS
+from ..engine.fragments import codes_to_regs, regs_to_codes
 from ..engine.validation import as_array, check_bool_kw, check_range, check_values, is_concrete
 from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec, lookup
@@ -116,12 +117,19 @@ class Policy:
         return lookup(self.builtin, self.target)
 
     @property
+    def blocks(self) -> int:
+        """Independent blocks of one builtin call (1 but for the multi-block MFMA)."""
+        return self.spec.blocks
+
+    @property
     def thread_tile_m(self) -> int:
+        """Rows of the wave tile: one block's M."""
         return self.spec.m
 
     @property
     def thread_tile_n(self) -> int:
-        return self.spec.n
+        """Columns of the wave tile: the call's blocks side by side, ``blocks * N``."""
+        return self.spec.blocks * self.spec.n
 
     @property
     def k_step(self) -> int:
@@ -132,22 +140,43 @@ class Policy:
     def lanes(self) -> int:
         return self.spec.lanes
 
+    @property
+    def f64(self) -> bool:
+        """Whether the registers and memory hold doubles (the f64 MFMA)."""
+        return self.spec.c.elem_bits == 64
+
+    def registers(self, which: str) -> tuple[int, tuple]:
+        """(elements per lane, accepted dtypes) of the ``which`` ('a', 'b', 'c') registers the
+        policy's functions give and take: the builtin's HIP storage, doubles as float64."""
+        op = getattr(self.spec, which)
+        if op.elem_bits == 64:
+            return op.elems, (np.dtype(np.float64),)
+        return op.n, (op.dtype, *op.also)
+
     def call_mma(self, d, a, b, idx, model=None, options=None):
         """One wave's mma: the policy's own ``mma(d, a, b, idx, model)``, or the builtin in
-        HIP argument order with its default modifiers (cbsz = abid = 0, signed integers, no
-        clamp) and the execution ``options``.
+        HIP argument order with its default modifiers (cbsz = abid = 0, blgp = 0, signed
+        integers, no clamp) and the execution ``options``.
 
         Args:
-            d: the accumulator registers; a, b: the wave's registers; idx: its index words;
-            model: the arithmetic model; options: resolved `jwmma.Options`.
+            d: the accumulator registers; a, b: the wave's registers; idx: its index words
+                (all (lanes, n) as `registers` says; float64 doubles on an f64 row, inside
+                `x64_scope`); model: the arithmetic model; options: resolved `jwmma.Options`.
         Returns:
-            The new accumulator registers.
+            The new accumulator registers, as ``d``.
         """
         if self.mma is not None:
             return self.mma(d, a, b, idx, model)
         spec = self.spec
-        kw = {"target": spec.target} if spec.convention.name_of("target") else {}  # fp8/bf8 decoding
-        return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, d, idx), model=model, options=options, **kw)
+        kw = {"target": spec.target} if spec.convention.name_of("target") else {}  # fp8/bf8 decoding, chip
+        if not self.f64:
+            return FUNCTIONS[spec.name](*hip_args(spec.convention, a, b, d, idx), model=model, options=options, **kw)
+        # f64: the builtin takes each double as two uint32 words; moved as int64 bits (a bit cast,
+        # never float arithmetic, so subnormals and NaN payloads keep their bits)
+        words = lambda op, x: codes_to_regs(op, lax.bitcast_convert_type(x, jnp.int64))  # noqa: E731
+        out = FUNCTIONS[spec.name](*hip_args(spec.convention, words(spec.a, a), words(spec.b, b), words(spec.c, d)),
+                                   model=model, options=options, **kw)
+        return lax.bitcast_convert_type(regs_to_codes(spec.c, out), jnp.float64)
 
 
 @strict_keywords
@@ -184,13 +213,14 @@ def as_policy(obj, target: str | None = None) -> Policy:
             raise ValueError(f"target={target!r} contradicts {pol.name or 'the policy'}'s own target {pol.target!r}")
         pol = dataclasses.replace(pol, target=target)
     spec = pol.spec  # ValueError for a target the row does not list
-    spec.require_single_block("jwmma.kernel")
-    spec.require_32bit("jwmma.kernel")
-    for attr, want in (("thread_tile_m", spec.m), ("thread_tile_n", spec.n), ("k_step", spec.k)):
+    tile = "one builtin tile per wave" if spec.blocks == 1 else (
+        f"a wave tile of its {spec.blocks} blocks side by side, {spec.m}x{spec.blocks * spec.n}")
+    for attr, want in (("thread_tile_m", pol.thread_tile_m), ("thread_tile_n", pol.thread_tile_n),
+                       ("k_step", pol.k_step)):
         got = getattr(obj, attr, want)
         if got != want:
             raise ValueError(f"{pol.name or 'policy'}: {attr} = {got}, but {spec.name} is "
-                             f"{spec.m}x{spec.n}x{spec.k} (one builtin tile per wave, dense K step {spec.k})")
+                             f"{spec.m}x{spec.n}x{spec.k} ({tile}, dense K step {spec.k}): {attr} = {want}")
     return pol
 
 

@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 
@@ -14,6 +15,7 @@ from jax import lax
 from ..engine.fragments import codes_to_values
 from ..engine.options import resolve as resolve_options
 from ..keywords import forwarding_keywords, strict_keywords
+from ..numerics.rounding import x64_scope
 from ..tiled import gemm, operands
 from .diff import compare
 from .policy import Policy, as_policy, metadata, name_of
@@ -25,7 +27,8 @@ __all__ = ["Geometry", "run", "check"]
 @dataclasses.dataclass(frozen=True)
 class Geometry:
     """The grid of one kernel run: logical (m, n, k), padded (mp, np_, kp), waves per block,
-    the wave tile (tile_m x tile_n) and the dense K step."""
+    the wave tile (tile_m x tile_n) and the dense K step; ``call_blocks``: the independent
+    blocks of one builtin call, side by side along the wave tile's columns."""
 
     m: int          # logical output rows / cols / dense K
     n: int
@@ -37,6 +40,7 @@ class Geometry:
     tile_m: int
     tile_n: int
     k_step: int
+    call_blocks: int = 1
 
     @property
     def block_m(self):
@@ -57,13 +61,21 @@ class Geometry:
     def describe(self, lanes):
         """One line for diffs: the problem, the grid, the tile and the K steps."""
         bm, bn = self.blocks
+        per_call = (f" ({self.call_blocks} builtin blocks of {self.tile_m}x{self.tile_n // self.call_blocks})"
+                    if self.call_blocks > 1 else "")
         return (f"D {self.m}x{self.n}, K={self.k} (padded {self.mp}x{self.np_}, K={self.kp}); grid "
                 f"{bm}x{bn} blocks of {self.waves[0]}x{self.waves[1]} waves x {lanes} lanes, wave tile "
-                f"{self.tile_m}x{self.tile_n}, {self.steps} K step(s) of {self.k_step}")
+                f"{self.tile_m}x{self.tile_n}{per_call}, {self.steps} K step(s) of {self.k_step}")
 
 
 def _memory(codes, op, bits):
-    """Element codes (int32) -> the storage a kernel reads (module docstring)."""
+    """Element codes (int32; int64 bits of doubles) -> the storage a kernel reads (module docstring):
+    doubles and f32 elements as float64/float32, 16-bit elements as the register dtype, 8- and
+    4-bit elements as uint8 bytes."""
+    if bits == 64:  # float64, moved on its bits
+        return lax.bitcast_convert_type(codes.astype(jnp.int64), jnp.float64)
+    if bits == 32:  # f32 elements (the f32 MFMA's A and B): float32, moved on its bits
+        return lax.bitcast_convert_type(codes.astype(jnp.int32), op.dtype)
     if bits == 16:
         return lax.bitcast_convert_type(codes.astype(jnp.uint16), op.dtype)
     return (codes & ((1 << bits) - 1)).astype(jnp.uint8)
@@ -77,18 +89,29 @@ def _prepare(pol: Policy, a, b, c, waves, prune):
             or not all(isinstance(w, (int, np.integer)) and w >= 1 for w in waves)):
         raise ValueError(f"waves must be a pair (waves_m, waves_n) of positive ints, got {waves!r}")
     waves = (int(waves[0]), int(waves[1]))
-    ops = operands.codes(spec, a, b, c, prune=prune)
-    if ops.batch:
+    ins = operands.inputs(spec, a, b, c, prune=prune)   # every check of gemm; converted in `_images`
+    if ins.batch:
         raise ValueError(f"kernel.run takes a 2-D A (M, K) or (values, positions) of (M, K/2), B (K, N) and C "
-                         f"(M, N); got batch dims {ops.batch} (batch dims are not supported here)")
-    block_m, block_n = waves[0] * spec.m, waves[1] * spec.n
-    mp, np_ = -(-ops.m // block_m) * block_m, -(-ops.n // block_n) * block_n
-    kp = -(-ops.k // spec.k) * spec.k
-    a_codes, pos, b_codes, c_codes = operands.pad_codes(ops, mp, np_, kp)
-    geo = Geometry(ops.m, ops.n, ops.k, mp, np_, kp, waves, spec.m, spec.n, spec.k)
-    images = (_memory(a_codes, spec.a, spec.a.elem_bits), metadata(pos),
-              _memory(b_codes, spec.b, spec.b.elem_bits), codes_to_values(spec.c_type, c_codes))
-    return geo, images
+                         f"(M, N); got batch dims {ins.batch} (batch dims are not supported here)")
+    block_m, block_n = waves[0] * pol.thread_tile_m, waves[1] * pol.thread_tile_n
+    mp, np_ = -(-ins.m // block_m) * block_m, -(-ins.n // block_n) * block_n
+    kp = -(-ins.k // spec.k) * spec.k
+    geo = Geometry(ins.m, ins.n, ins.k, mp, np_, kp, waves, pol.thread_tile_m, pol.thread_tile_n, spec.k,
+                   spec.blocks)
+    return geo, _images(ins.a, ins.pos, ins.b, ins.c, spec=spec, form=ins.form, geo=geo)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "form", "geo"))
+def _images(a, pos, b, c, *, spec, form, geo):
+    """Checked operands (`operands.inputs`) -> codes, padded, as the kernel's memory: one
+    program (op by op, each new shape would compile every small operation)."""
+    a_codes, pos, b_codes, c_codes = operands.convert(form, a, pos, b, c)
+    ops = operands.Codes(a_codes, pos, b_codes, c_codes, geo.m, geo.n, geo.k, (), spec.dense)
+    a_codes, pos, b_codes, c_codes = operands.pad_codes(ops, geo.mp, geo.np_, geo.kp)
+    # a dense row has no metadata: zero bytes, kc/4 a row and step (none when its K step is under 4)
+    meta = jnp.zeros((geo.mp, geo.steps * (spec.kc // 4)), jnp.uint8) if spec.dense else metadata(pos)
+    return (_memory(a_codes, spec.a, spec.a.elem_bits), meta,
+            _memory(b_codes, spec.b, spec.b.elem_bits), codes_to_values(spec.c_type, c_codes))
 
 
 # ---------------------------------------------------------------------------------- kernel
@@ -112,12 +135,13 @@ def _stores(pol, geo, d, sub_m, sub_n, acc_dtype):
     """store_c over the lanes of one wave -> offsets (lanes, n_c) int32, values (lanes, n_c)."""
     spec = pol.spec
     lanes = jnp.arange(spec.lanes, dtype=jnp.int32)
+    n_c = pol.registers("c")[0]
     offs, vals = jax.vmap(lambda dl, lane: pol.store_c(dl, sub_m, sub_n, geo.np_, lane))(d, lanes)
     offs = jnp.asarray(offs)
-    if offs.shape != (spec.lanes, spec.c.n) or not jnp.issubdtype(offs.dtype, jnp.integer):
-        raise TypeError(f"{name_of(pol)}.store_c must return ({spec.c.n},) integer offsets per lane, got "
+    if offs.shape != (spec.lanes, n_c) or not jnp.issubdtype(offs.dtype, jnp.integer):
+        raise TypeError(f"{name_of(pol)}.store_c must return ({n_c},) integer offsets per lane, got "
                         f"{offs.shape[1:]} {offs.dtype}")
-    vals = _check_out(pol, "store_c values", vals, (spec.lanes, spec.c.n), [acc_dtype])
+    vals = _check_out(pol, "store_c values", vals, (spec.lanes, n_c), [acc_dtype])
     return offs.astype(jnp.int32), vals
 
 
@@ -145,15 +169,16 @@ def _load(a_img, m_img, b_img, c, *, pol: Policy, geo: Geometry):
 
     def wave(bm, bn, wm, wn):
         sub_m, sub_n = _subtile(geo, bm, bn, wm, wn)
-        offs0, _ = _stores(pol, geo, jnp.zeros((spec.lanes, spec.c.n), c.dtype), sub_m, sub_n, c.dtype)
+        offs0, _ = _stores(pol, geo, jnp.zeros((spec.lanes, pol.registers("c")[0]), c.dtype), sub_m, sub_n, c.dtype)
         d0 = jnp.take(c_flat, offs0, mode="fill", fill_value=0)
 
         def step(sA, sM, sB):
             a = jax.vmap(lambda lane: pol.load_a(sA, wm, lane, kcs))(lanes)
             b = jax.vmap(lambda lane: pol.load_b(sB, wn, lane, geo.block_n))(lanes)
             idx = jax.vmap(lambda lane: jnp.asarray(pol.index(sM, wm, lane, tm)))(lanes)
-            a = _check_out(pol, "load_a", a, (spec.lanes, spec.a.n), (spec.a.dtype, *spec.a.also))
-            b = _check_out(pol, "load_b", b, (spec.lanes, spec.b.n), (spec.b.dtype, *spec.b.also))
+            (n_a, dt_a), (n_b, dt_b) = pol.registers("a"), pol.registers("b")
+            a = _check_out(pol, "load_a", a, (spec.lanes, n_a), dt_a)
+            b = _check_out(pol, "load_b", b, (spec.lanes, n_b), dt_b)
             idx = _check_out(pol, "index", idx, (spec.lanes,), (np.int32, np.uint32))
             return a, b, idx.astype(jnp.int32)
 
@@ -190,6 +215,22 @@ def _store(d, *, pol: Policy, geo: Geometry):
 
 def _execute(policy, a, b, c, waves, model, prune, options, target=None):
     pol = as_policy(policy, target)
+    if not pol.f64:
+        return _execute_in_scope(pol, a, b, c, waves, model, prune, options)
+    x64 = bool(jax.config.jax_enable_x64)
+    with x64_scope():  # doubles exist inside x64_scope only (the user's jax_enable_x64 is left alone)
+        pol, geo, d, writes, offs = _execute_in_scope(pol, a, b, c, waves, model, prune, options)
+        return pol, geo, _float64_out(d, x64), writes, offs
+
+
+def _float64_out(d, x64: bool):
+    """D of an f64 row as `jwmma.gemm` gives it (called inside `x64_scope`; ``x64``: the user's
+    jax_enable_x64): the float64 JAX array with it on, else a numpy float64 array, the same bits
+    (JAX has no float64 arrays then: one made inside the scope turns float32 at its next use)."""
+    return d if x64 else np.asarray(d)
+
+
+def _execute_in_scope(pol, a, b, c, waves, model, prune, options):
     geo, (a_img, m_img, b_img, c_img) = _prepare(pol, a, b, c, waves, prune)
     a_r, b_r, idx, d0 = _load(a_img, m_img, b_img, c_img, pol=pol, geo=geo)
     mma_key = Policy(pol.builtin, None, None, None, None, pol.mma, target=pol.target)   # loaders not in the key
@@ -228,11 +269,14 @@ def run(policy, a, b, c=None, *, waves=(1, 1), model=None, prune=False, options=
 
 def _empty(policy, a, b, c, prune, target=None):
     """D for M = 0 or N = 0 (no wave runs: an empty D of the accumulator dtype), else None."""
-    spec = as_policy(policy, target).spec
-    ops = operands.codes(spec, a, b, c, prune=prune)
-    if ops.m and ops.n:
-        return None
-    return jnp.zeros((ops.m, ops.n), operands.accumulator_dtype(spec))
+    pol = as_policy(policy, target)
+    x64 = bool(jax.config.jax_enable_x64)
+    with x64_scope() if pol.f64 else contextlib.nullcontext():  # f64 operands: int64 codes
+        ops = operands.inputs(pol.spec, a, b, c, prune=prune)
+        if ops.m and ops.n:
+            return None
+        d = jnp.zeros((ops.m, ops.n), operands.accumulator_dtype(pol.spec))
+        return _float64_out(d, x64) if pol.f64 else d
 
 
 @forwarding_keywords(gemm, passed=("builtin", "model", "prune", "options", "target"))
