@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ..numerics.formats import BF16, F16, F64, ZERO_EXP, decode
 from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
+from ..varying import vary_like
 from . import fused_dots
 from .base import Context, Model, as_column
 from .fields import Bool, Int, declare
@@ -258,10 +260,12 @@ class Exact(Model):
         out = jnp.broadcast_shapes(a_col.sig.shape, b_sel.sig.shape, c.shape[:-1] + (1, c.shape[-1]))
         out = out[:-2] + out[-1:]
 
-        def flags():
-            return tuple(jnp.broadcast_to(f.any(-2), out) for f in _product_specials(a_col, b_sel))
+        like = (*jax.tree_util.tree_leaves((a_col, b_sel)), c)  # varying axes inside a user's shard_map
 
-        clear = tuple(jnp.zeros(out, bool) for _ in range(3))
+        def flags():
+            return tuple(vary_like(jnp.broadcast_to(f.any(-2), out), *like) for f in _product_specials(a_col, b_sel))
+
+        clear = tuple(vary_like(jnp.zeros(out, bool), *like) for _ in range(3))
         return self._sum(a_col, b_sel, c, ctx, lax.cond(specials_possible(ctx, a, b), flags, lambda: clear))
 
     def dots_apply(self, ctx: Context, options, a_shape, b_shape) -> bool:

@@ -27,6 +27,7 @@ from jax import lax
 
 from ..numerics.formats import F32, decode, pow2_f32, value_exponent
 from ..numerics.rounding import round_to_format
+from ..varying import vary_like
 from . import fused_dots
 from .fma_chain import IEEEAsFMAChain
 from .fields import Bool, Choice, Int, declare
@@ -145,7 +146,7 @@ class FusedGroups(F32FusedModel):
         out = (*jnp.broadcast_shapes(a.sig.shape[:-2], b.sig.shape[:-2], c.shape[:-2]), m, n)
         bounds = [(i * group, (i + 1) * group) for i in range(ng)]
         xs = dict(flags=self._group_flags(ctx, as_column(a), lambda: select(b, pos), bounds, out, float_alignment,
-                                          possible))
+                                          possible, like=(*jax.tree_util.tree_leaves((a, b)), pos, c)))
         dots = self.dots_apply(ctx, options, a.sig.shape, b.sig.shape)
         if dots:  # every group's sums as matrix products, and whether its window test passed
             s, e, ok = fused_dots.sums(self, ctx, a, pos, b, c)
@@ -192,11 +193,12 @@ class FusedGroups(F32FusedModel):
 
         return specials_shortcut(ctx, a, b, per_product, finite)
 
-    def _group_flags(self, ctx: Context, a_col, b_sel, bounds, out, float_alignment: bool, possible):
+    def _group_flags(self, ctx: Context, a_col, b_sel, bounds, out, float_alignment: bool, possible, like=()):
         """Every group's special-value flags (`_flags` reduced over the products of each group
         ``bounds[i] = (lo, hi)``), a tuple of (G, *out) boolean arrays, computed only when
         ``possible`` (a `lax.cond` whose other branch is all clear); ``b_sel()`` gives the
-        selected B, so that the clear branch selects nothing."""
+        selected B, so that the clear branch selects nothing. ``like``: the operands' arrays,
+        whose varying axes (inside a user's shard_map) both branches take."""
         def flags():
             fl = self._flags(a_col, b_sel(), ctx, float_alignment)
             if all(hi - lo == bounds[0][1] - bounds[0][0] for lo, hi in bounds):  # equal groups: one reduction
@@ -207,8 +209,10 @@ class FusedGroups(F32FusedModel):
             return tuple(jnp.stack([jnp.broadcast_to(f[..., lo:hi, :].any(axis=-2), out) for lo, hi in bounds])
                          for f in fl)
 
-        clear = tuple(jnp.zeros((len(bounds), *out), bool) for _ in range(self._n_flags(ctx)))
-        return lax.cond(possible, flags, lambda: clear)
+        # inside a user's shard_map the flags vary over the axes the operands vary over: so must
+        # the clear branch (lax.cond wants equal types)
+        clear = tuple(vary_like(jnp.zeros((len(bounds), *out), bool), *like) for _ in range(self._n_flags(ctx)))
+        return lax.cond(possible, lambda: tuple(vary_like(f, *like) for f in flags()), lambda: clear)
 
     def working_set(self, ctx: Context, options, a_shape, b_shape) -> int:
         """`Model.working_set`; matrix-product group sums want large blocks."""
