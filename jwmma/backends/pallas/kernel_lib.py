@@ -123,10 +123,12 @@ def select4(pos, rows):
 
 
 def tile_any(x) -> jnp.ndarray:
-    """Scalar: is any element of the bool (rows, cols) tile true? (`jnp.any` lowers to
-    reduce_or, which the Pallas Triton lowering lacks; one axis at a time, as Mosaic GPU
-    lowers reductions.)"""
-    return jnp.max(jnp.max(jnp.where(x, 1, 0), axis=1), axis=0) > 0
+    """Scalar: is any element of the bool tile true? (`jnp.any` lowers to reduce_or, which
+    the Pallas Triton lowering lacks; one axis at a time, as Mosaic GPU lowers reductions.)"""
+    v = jnp.where(x, 1, 0)
+    while v.ndim:
+        v = jnp.max(v, axis=-1)
+    return v > 0
 
 
 def bitlen32(x):
