@@ -58,6 +58,9 @@ def _same(x, y):
     pytest.param("swmmac_f16_16x16x32_f16_w32", None, marks=pytest.mark.slow),
     pytest.param("mfma_f32_16x16x4f32", None, marks=pytest.mark.slow),
     pytest.param("wmma_i32_16x16x16_iu8_w32_gfx12", None, marks=pytest.mark.slow),
+    # CDNA1 (gfx908): exact sums in groups of 2 carrying the accumulator, one copy under 'fast'
+    pytest.param("mfma_f32_16x16x8bf16", None, marks=pytest.mark.slow),
+    pytest.param("swmmac_f32_16x16x32_f16_w32", "cdna1", marks=pytest.mark.slow),
 ])
 def test_builtin_bits_do_not_depend_on_the_effort(name, model, rng):
     spec = jwmma.BUILTINS[name]

@@ -247,6 +247,8 @@ class Exact(Model):
             return self.accumulate(a_col, select(b, pos), c, ctx, options, product_specials=specials)
 
         if self._grouped(ctx, a.sig.shape[-1]):  # groups carry the accumulator: the per-group sums
+            if loops(options):  # one copy, each group's special flags always formed (a small call)
+                return per_product(True)
             return specials_shortcut(ctx, a, b, per_product)
         if self.dots_apply(ctx, options, a.sig.shape, b.sig.shape):
             def finite():  # a -0 C is the one case where the sign of each zero product matters
