@@ -21,12 +21,24 @@ CASES = HERE / "sharding_cases.py"
 FLAG = "--xla_force_host_platform_device_count=8"
 
 
+def _all_params_slow(decorator) -> bool:
+    """Whether ``decorator`` is a parametrize whose every parameter is marked slow."""
+    if not (isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith("parametrize")
+            and len(decorator.args) > 1 and isinstance(decorator.args[1], (ast.List, ast.Tuple))):
+        return False
+    params = decorator.args[1].elts
+    return bool(params) and all("pytest.mark.slow" in ast.unparse(p) for p in params)
+
+
 def _case_names() -> list[str]:
+    """The cases of sharding_cases.py, slow where the case itself is (marked slow, or every one
+    of its parameters is): a case with some default parameters runs by default (the subprocess
+    runs those parameters only), so that no default parameter is run and then ignored."""
     tree = ast.parse(CASES.read_text())
     out = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            slow = any("slow" in ast.unparse(d) for d in node.decorator_list)
+            slow = any(ast.unparse(d) == "pytest.mark.slow" or _all_params_slow(d) for d in node.decorator_list)
             out.append(pytest.param(node.name, marks=pytest.mark.slow) if slow else node.name)
     return out
 
