@@ -9,7 +9,7 @@ Reference: `jwmma.tiled.paths.matrix_path` on XLA, fed the same tile-padded code
 Two N tiles per case; the 8-bit fused-group and chain cases run two K blocks (the
 accumulator carried across the pipeline), the padded `jwmma.gemm` three. Default: the
 integer kernel's bits, the fused groups' lowering and the option checks; ``-m slow``: every
-family's bits and lowering.
+family's bits (the block-scaled one through `jwmma.gemm`) and lowering.
 """
 from __future__ import annotations
 
@@ -67,6 +67,40 @@ def test_bits_in_interpret_mode(builtin, model, clamp, edges_only):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("builtin,fa,fb", [("mfma_scale_f32_16x16x128_f8f6f4", 0, 0),
+                                           ("mfma_scale_f32_32x32x64_f8f6f4", 2, 3),
+                                           ("mfma_scale_f32_16x16x128_f8f6f4", 4, 1)])
+def test_block_scaled_gemm(builtin, fa, fb):
+    """The block-scaled kernel's 2-D form (MXFP8; FP6 x BF6 on the 32x32 row; FP4 x BF8)
+    through `jwmma.gemm`, odd shapes, random scales with 0xFF (NaN) among them, special C."""
+    rng = np.random.default_rng(11)
+    m, k, n = 37, 300, 45
+    bits = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
+    def codes(fmt, shape):  # finite codes (OCP fp8 E4M3: 0x7F is NaN; E5M2: 0x7C.. Inf and NaN)
+        x = rng.integers(0, 1 << bits[fmt], shape).astype(np.uint8)
+        if fmt == 0:
+            x[(x & 0x7F) == 0x7F] = 0x7E
+        if fmt == 1:
+            x[(x & 0x7C) == 0x7C] &= 0xFB
+        return x
+
+    a, b = codes(fa, (m, k)), codes(fb, (k, n))
+    if fb == 1:
+        b[4, 6] = 0x7C  # +Inf: column 6 Inf (or NaN where its products cancel it)
+    sa = rng.integers(110, 145, (m, -(-k // 32))).astype(np.uint8)
+    sb = rng.integers(110, 145, (-(-k // 32), n)).astype(np.uint8)
+    sa[0, 1], sb[2, 3] = 255, 255
+    c = (rng.standard_normal((m, n)) * 8).astype(np.float32)
+    c.view(np.uint32)[1, :4] = [0x7F800000, 0xFF800000, 0x7FC00000, 0x80000000]
+    kw = dict(builtin=builtin, scale_a=sa, scale_b=sb, fmt_a=fa, fmt_b=fb)
+    ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
+    got = np.asarray(jwmma.gemm(a, b, c, options=Options(backend="pallas", pallas=PallasOptions(lowering="mosaic")),
+                                **kw))
+    same = (ref.view(np.uint32) == got.view(np.uint32)) | (np.isnan(ref) & np.isnan(got))
+    assert same.all() and np.isnan(ref).any() and np.isinf(ref).any() and np.isfinite(ref).mean() > 0.5
+
+
+@pytest.mark.slow
 def test_gemm_pads_rows_columns_and_batch():
     """Through `jwmma.gemm`: M and N not multiples of the (64, 64) tile, a batch dim, K of
     three K blocks."""
@@ -98,7 +132,7 @@ def _lower_for_cuda(builtin, model):
         ("swmmac_f16_16x16x32_f16_w32", None), ("smfmac_f32_16x16x128_fp8_fp8", "exact"),
         ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k"), ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain"),
         ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain"), ("swmmac_i32_16x16x32_iu8_w32", None),
-        ("wmma_f32_16x16x16_f16_w32_gfx12", None)]],
+        ("wmma_f32_16x16x16_f16_w32_gfx12", None), ("mfma_scale_f32_16x16x128_f8f6f4", None)]],
 ])
 def test_mosaic_gpu_lowering_without_gpu(builtin, model):
     """Pallas lowers the kernel to a Mosaic GPU custom call (its layout inference, the
@@ -118,10 +152,12 @@ def test_options_the_mosaic_driver_refuses():
     with pytest.raises(ValueError, match="lowering must be None, 'triton' or 'mosaic'"):
         PallasOptions(lowering="cuda")
     mx, scaled = _model("mfma_scale_f32_16x16x128_f8f6f4", None)
-    with pytest.raises(ValueError, match="3-D fused-group form"):
-        pallas.kernel_for(mx, scaled, MOSAIC)
+    assert pallas.kernel_for(mx, scaled, MOSAIC)  # the block-scaled kernel in its 2-D form
+    _, rocjitsu = _model("mfma_scale_f32_16x16x128_f8f6f4", "mx_rocjitsu")
+    with pytest.raises(ValueError, match="no kernel for .*BlockScaled"):  # as on Triton
+        pallas.kernel_for(mx, rocjitsu, MOSAIC)
     auto = MOSAIC.replace(pallas=MOSAIC.pallas.replace(auto=True))
-    assert not pallas.kernel_for(mx, scaled, auto)  # backend='auto' runs XLA there
+    assert not pallas.kernel_for(mx, rocjitsu, auto)  # backend='auto' runs XLA there
     from jwmma.backends.pallas import mosaic
 
     spec, integer = _model("swmmac_i32_16x16x32_iu8_w32", None)

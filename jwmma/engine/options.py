@@ -46,9 +46,9 @@ class PallasOptions:
     auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
         and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
     lowering: what lowers the kernels on a GPU: 'triton' (None: the default; deprecated in JAX
-        0.11) or 'mosaic' (Mosaic GPU, sm_90 and later: every kernel family but the
-        block-scaled one, fused groups in their 2-D form, tm a multiple of 64; num_warps,
-        num_stages and the 3-D variants do not apply; not yet timed on a GPU).
+        0.11) or 'mosaic' (Mosaic GPU, sm_90 and later: every kernel family, fused-group
+        sums in their 2-D form, tm a multiple of 64; num_warps, num_stages and the 3-D
+        variants do not apply; not yet timed on a GPU).
     """
 
     tm: int | None = None

@@ -17,7 +17,7 @@ calls over waves. On CPUs the kernels run in Pallas interpret mode (tests only: 
 
 The kernels lower to Triton (`driver`; deprecated in JAX 0.11) or, with
 ``PallasOptions(lowering='mosaic')``, to Mosaic GPU (`mosaic`: the same steps and bits, every
-family but the block-scaled one; not yet timed on a GPU).
+family, the fused groups in their 2-D form; not yet timed on a GPU).
 """
 from __future__ import annotations
 
@@ -148,8 +148,6 @@ def kernel_for(spec, model, options) -> bool:
         from . import scaled
 
         why = scaled.applies(spec, model, context(spec, False))
-        if mosaic and not why:
-            why = "its kernel is the 3-D fused-group form, which Mosaic GPU has no register layout for (lowering='triton')"
     if fam is None or why:
         if options.pallas.auto:
             return False
@@ -215,7 +213,8 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     elif fam == "integer":
         kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
     elif fam == "scaled":
-        kern = scaled.make_step(spec, model, ctx, float_combine=tiling.float_combine)
+        kern = scaled.make_step(spec, model, ctx, float_combine=tiling.float_combine,
+                                vec3=tiling.lowering == "triton")  # Mosaic GPU has no 3-D register layout
     else:
         raise ValueError(f"no Pallas kernel for model {model.describe()}")
     # dense builtins: the driver reads dense A and B as the XLA step does (driver module doc)

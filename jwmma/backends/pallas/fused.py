@@ -44,7 +44,7 @@ from ...numerics.rounding import pow2_f64
 from . import kernel_lib as kl
 from .driver import Kernel
 
-__all__ = ["Plan", "group_sum3", "product_flags", "combine", "combine_float", "finish", "make_step"]
+__all__ = ["Plan", "group_sum", "group_sum3", "product_flags", "combine", "combine_float", "finish", "make_step"]
 
 QNAN_F32 = 0x7FC00000
 POS_INF = 0x7F800000
@@ -113,7 +113,7 @@ def _a_cols(plan: Plan, view, cols):
     return out
 
 
-def _group_sum(plan: Plan, views, cols):
+def group_sum(plan: Plan, views, cols):
     """(S, E) of one group: S in units of 2**(E - F), as `FusedGroups._group_sum`.
 
     Both passes walk the group block by block, each block's four candidate B rows serving
@@ -165,7 +165,7 @@ def _group_sum(plan: Plan, views, cols):
 
 
 def group_sum3(plan: Plan, view, cols, gather: bool = False):
-    """`_group_sum` on 3-D (tm, blocks, tn) tensors (variant ``vec3``): each stored slot of
+    """`group_sum` on 3-D (tm, blocks, tn) tensors (variant ``vec3``): each stored slot of
     the group's blocks is one strided (tm, blocks) load of A words and positions, the four
     candidate B rows one strided (blocks, tn) load each; the selection is a select chain on
     broadcasts and the group maximum and sum are reductions over the middle axis. Float
@@ -350,7 +350,7 @@ def make_step(spec, model: FusedGroups, ctx: Context, *, reload: bool = False, f
             special = special | (sa.emax + sb.emax + 2 > 127)
         for cols in groups:
             # the numbers treat NaN/Inf factors as zeros; their products only ever override
-            S, Es = group_sum3(plan, view, cols, gather) if use3 else _group_sum(plan, views, cols)
+            S, Es = group_sum3(plan, view, cols, gather) if use3 else group_sum(plan, views, cols)
             cf = kl.decode(F32, acc, with_val=False)
             bits = comb(model, S, Es, cf, plan.drop)
             acc = kl.cond(special, lambda: _with_flags(plan, view, cols, bits, cf, wide_loops), lambda: finish(bits, cf))

@@ -23,9 +23,9 @@ machine without a GPU, `jax.export` with ``platforms=('cuda',)``):
   summary words are padded to 32); C's and D's tile pass through swizzled shared memory
   (unswizzled, a (tm, tn) int32 tile conflicts on banks).
 
-The 3-D fused-group form (``vec3``, and the block-scaled kernel built on it) has no layout
-here: fused groups run their 2-D form (integer combine: Mosaic GPU does not lower a float64
-floor), and the block-scaled rows have no Mosaic kernel.
+The 3-D fused-group form (``vec3``) has no layout here: fused groups, and the block-scaled
+kernel built on their group sums, run their 2-D form (`fused.group_sum`; the fused groups with
+the integer combine: Mosaic GPU does not lower a float64 floor).
 
 On CPUs (tests) the kernel runs in Mosaic GPU's interpreter (copies, barriers and the
 pipeline simulated), the layout casts left out (they only say where values live). Whether

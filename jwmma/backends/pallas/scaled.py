@@ -8,7 +8,7 @@ exponent t = (sa - 127) + (sb - 127) (its row's A scale, its column's B scale): 
 largest exponent is the unscaled one plus t, the alignment shifts and the truncated sum S are
 the unscaled ones, and the group's value is S * 2**(E_T + t - F). The kernel therefore takes
 the fused-group kernel's sum of a group as it is (`fused.group_sum3`: float alignment, 3-D
-tensors) and adds t to its exponent. One unit is a whole instruction (K step), because the
+tensors; `fused.group_sum`, 2-D, for Mosaic GPU) and adds t to its exponent. One unit is a whole instruction (K step), because the
 model decides special values per instruction, from its inputs: C's NaN/Inf and the products'
 (`fused.product_flags`, the rare branch) override the finite sum at the end of the step, and
 a finite sum that overflowed stays Inf within it (as float64 Inf does in the model).
@@ -117,9 +117,11 @@ def add_float(S, unit, acc):
     return lax.cond(kl.tile_any(tiny), lambda: add_exact(S, unit, acc), fast)
 
 
-def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = False) -> Kernel:
+def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = False, vec3: bool = True) -> Kernel:
     """`driver.Kernel` of ``model`` on the block-scaled ``spec`` (`applies` must hold): one unit
-    per instruction; ``float_combine``: `add_float` instead of `add_exact` (same bits)."""
+    per instruction; ``float_combine``: `add_float` instead of `add_exact`; ``vec3``: the group
+    sums on 3-D tensors (`fused.group_sum3`), else in the 2-D form (`fused.group_sum`, the Mosaic
+    GPU kernels'); the same bits every way."""
     why = applies(spec, model, ctx)
     if why:
         raise ValueError(f"no Pallas kernel for {model.describe()} on {spec.name}: {why}")
@@ -135,7 +137,7 @@ def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = F
         fin = jnp.where(cf0.nan | cf0.inf, 0, acc)  # C's specials are decided at the end
         bad = None
         for cols in groups:
-            S, et = fused.group_sum3(plan, view, cols)
+            S, et = fused.group_sum3(plan, view, cols) if vec3 else fused.group_sum(plan, (view, view), cols)
             sa = (view.a_col(cols[0]) >> 8) & 0xFF  # (tm, 1): the group's scale block
             sb = (view.b_row(cols[0]) >> 8) & 0xFF  # (1, tn)
             fin = add(S, et + (sa - E8M0_BIAS) + (sb - E8M0_BIAS) - F, fin)
