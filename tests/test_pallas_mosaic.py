@@ -166,3 +166,8 @@ def test_options_the_mosaic_driver_refuses():
     with pytest.raises(ValueError, match="tm a multiple of 64"):
         mosaic.run(kern, zeros, zeros, jnp.zeros((128, 64), jnp.int32), zeros,
                    tiling=pallas.tiling(spec, integer, PallasOptions(lowering="mosaic", tm=32, interpret=True)))
+    with pytest.raises(ValueError, match="under the 16 bytes a Mosaic GPU copy moves; use tn >= 16"):  # fp8 B rows
+        tiling = pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic", tn=8, interpret=True))
+        mosaic.run(pallas.make_kernel(fp8, fused, tiling=tiling), jnp.zeros((64, 64), jnp.int32),
+                   jnp.zeros((64, 64), jnp.int32), jnp.zeros((128, 8), jnp.int32), jnp.zeros((64, 8), jnp.int32),
+                   tiling=tiling)

@@ -44,11 +44,14 @@ from jax.experimental import pallas as pl
 from . import kernel_lib as kl
 from .driver import Summary, summarize
 
-__all__ = ["MosaicView", "run", "MAX_BLOCK_COLUMNS", "ROW_TILE"]
+__all__ = ["MosaicView", "run", "MAX_BLOCK_COLUMNS", "STAGE_BYTES", "ROW_TILE"]
 
 #: compressed columns of A per K block at most (shared memory: tm x bkc A codes, positions and
 #: words, 2 bkc x tn B codes and words per stage)
 MAX_BLOCK_COLUMNS = 64
+#: shared memory for one pipeline stage's operand blocks at most (two stages, C/D's tile and the
+#: summaries fit in an H100's 227 KiB: B's words of a 64-column block are 64 KiB at tn = 128)
+STAGE_BYTES = 96 * 1024
 #: rows of a warpgroup's register tile: tm must be a multiple
 ROW_TILE = 64
 _SUMMARY_WORDS = 32  # 128 bytes: the smallest copy
@@ -138,7 +141,7 @@ class MosaicView:
         return self._row("bw", k)
 
 
-def _kernel(*refs, names, step, unit_kc, block_units, k_blocks, specs, dense, wide, shape, interpret):
+def _kernel(*refs, names, step, unit_kc, block_units, k_blocks, specs, dense, wide, shape, interpret, stages):
     """One program: C's tile in, the K blocks through `plgpu.emit_pipeline` (their copies
     overlapping the units of the block before), the accumulator carried in registers, D's
     tile out through shared memory."""
@@ -161,7 +164,7 @@ def _kernel(*refs, names, step, unit_kc, block_units, k_blocks, specs, dense, wi
 
     def pipeline():
         in_specs = [spec(i, j) for spec in specs]
-        return plgpu.emit_pipeline(block, grid=(k_blocks,), in_specs=in_specs, max_concurrent_steps=min(2, k_blocks),
+        return plgpu.emit_pipeline(block, grid=(k_blocks,), in_specs=in_specs, max_concurrent_steps=min(stages, k_blocks),
                                    init_carry=kl.on_tile(tile_smem[...]))(*[ins[n] for n in names])
 
     if interpret:
@@ -175,11 +178,14 @@ def _kernel(*refs, names, step, unit_kc, block_units, k_blocks, specs, dense, wi
     plgpu.wait_smem_to_gmem(0)
 
 
-def _block_units(units: int, unit_kc: int) -> int:
-    """Units per K block: the most that divide ``units`` within `MAX_BLOCK_COLUMNS` (at least one)."""
+def _block_units(units: int, unit_kc: int, column_bytes: int) -> int:
+    """Units per K block: the most that divide ``units`` within `MAX_BLOCK_COLUMNS` compressed
+    columns and `STAGE_BYTES` of shared memory (``column_bytes`` a column: its A tile column
+    and B rows, every operand), at least one."""
+    most = max(1, min(MAX_BLOCK_COLUMNS, STAGE_BYTES // column_bytes))
     best = 1
     for d in range(1, units + 1):
-        if units % d == 0 and d * unit_kc <= MAX_BLOCK_COLUMNS:
+        if units % d == 0 and d * unit_kc <= most:
             best = d
     return best
 
@@ -197,7 +203,7 @@ def _summary_blocks(words, k_blocks: int, block_units: int):
 def run(kern, a_codes, pos, b_codes, c, *, tiling):
     """D (Mp, Np) int32 of the GEMM whose units ``kern.step`` computes: `driver.run`'s
     contract and bits, lowered by Mosaic GPU (module doc). ``tiling.tm`` must be a multiple
-    of `ROW_TILE` and ``tiling.tn`` of 32; num_warps, num_stages and reload do not apply (one
+    of `ROW_TILE` and ``tiling.tn`` of 8; num_warps, num_stages and reload do not apply (one
     warpgroup per program; no second copies: the same bits). Must be traced with 64-bit types
     enabled (the caller's x64 scope), as `driver.run`."""
     from .driver import narrow, round_up
@@ -207,8 +213,8 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
     if a_codes.ndim > 2:
         return jax.vmap(functools.partial(run, kern, tiling=tiling))(a_codes, pos, b_codes, c)
     tm, tn = tiling.tm, tiling.tn
-    if tm % ROW_TILE or tn % 32:
-        raise ValueError(f"the Mosaic GPU kernels need tm a multiple of {ROW_TILE} and tn of 32 (a warpgroup's "
+    if tm % ROW_TILE or tn % 8:
+        raise ValueError(f"the Mosaic GPU kernels need tm a multiple of {ROW_TILE} and tn of 8 (a warpgroup's "
                          f"register tile), got tm={tm}, tn={tn}")
     unit_kc = kern.unit_kc
     m, kch = a_codes.shape
@@ -227,24 +233,36 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
         b_codes = jnp.pad(b_codes, ((0, 0), (0, np_ - n)))
         c = jnp.pad(c, ((0, 0), (0, np_ - n)))
     units = kch // unit_kc
-    ub = _block_units(units, unit_kc)
-    kt, bkc = units // ub, ub * unit_kc
     mt, nt = mp // tm, np_ // tn
     interpret = bool(tiling.interpret)
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
     a_bits, b_bits, signed = kern.code_bits
     a_t = lambda x: x.T  # noqa: E731 - K-major: column c of A is row c of A^T (module doc)
+    a_side = {"a": a_t(narrow(a_codes, a_bits, signed))}
+    if not kern.dense:
+        a_side["p"] = a_t(pos.astype(jnp.int8))
+    if kern.a_word is not None:
+        a_side["aw"] = a_t(kern.a_word(a_codes.astype(jnp.int32)))
+    b_side = {"b": narrow(b_codes, b_bits, signed)}
+    if kern.b_word is not None:
+        b_side["bw"] = kern.b_word(b_codes.astype(jnp.int32))
+    narrowest = min(x.dtype.itemsize for x in b_side.values())
+    if tn * narrowest < 16:  # a copy moves rows of 16 bytes at least
+        raise ValueError(f"tn={tn}: a B row of {tn} {narrowest}-byte codes is under the 16 bytes a Mosaic GPU copy "
+                         f"moves; use tn >= {16 // narrowest}")
+    column_bytes = (sum(tm * x.dtype.itemsize for x in a_side.values())
+                    + sum(rows_per_col * tn * x.dtype.itemsize for x in b_side.values()))
+    ub = _block_units(units, unit_kc, column_bytes)
+    kt, bkc = units // ub, ub * unit_kc
+    if bkc * column_bytes > 2 * STAGE_BYTES:  # one unit (the block-scaled kernel's: a whole step) too large
+        raise ValueError(f"a {tm} x {tn} tile's K block needs {bkc * column_bytes} bytes of shared memory, over the "
+                         f"{2 * STAGE_BYTES} this driver uses: pass a smaller tn (or tm)")
+    stages = 2 if bkc * column_bytes <= STAGE_BYTES else 1  # double-buffered where two fit
     a_spec = lambda i, j: plgpu.BlockSpec((bkc, tm), lambda k: (k, i))  # noqa: E731
     b_spec = lambda i, j: plgpu.BlockSpec((bkc * rows_per_col, tn), lambda k: (k, j))  # noqa: E731
-    ops = {"a": (a_t(narrow(a_codes, a_bits, signed)), a_spec)}
-    if not kern.dense:
-        ops["p"] = (a_t(pos.astype(jnp.int8)), a_spec)
-    ops["b"] = (narrow(b_codes, b_bits, signed), b_spec)
-    if kern.a_word is not None:
-        ops["aw"] = (a_t(kern.a_word(a_codes.astype(jnp.int32))), a_spec)
-    if kern.b_word is not None:
-        ops["bw"] = (kern.b_word(b_codes.astype(jnp.int32)), b_spec)
+    ops = {name: (x, a_spec) for name, x in a_side.items()}
+    ops.update({name: (x, b_spec) for name, x in b_side.items()})
     if kern.formats is not None:
         fa, fb = kern.formats
         sa, wa = _summary_blocks(summarize(fa, a_codes.reshape(mt, tm, units, unit_kc), (1, 3)), kt, ub)
@@ -255,8 +273,9 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
     names = tuple(ops)
     kernel = functools.partial(_kernel, names=names, step=kern.step, unit_kc=unit_kc, block_units=ub, k_blocks=kt,
                                specs=tuple(sp for _, sp in ops.values()), dense=kern.dense, wide=kern.wide_loops,
-                               shape=(tm, tn), interpret=interpret)
-    swizzle = (plgpu.TilingTransform((8, 32)), plgpu.SwizzleTransform(128))  # 128-byte rows of int32 (bank conflicts)
+                               shape=(tm, tn), interpret=interpret, stages=stages)
+    row_bytes = min(128, 4 * tn)  # the widest swizzle a row of the int32 tile fills (bank conflicts)
+    swizzle = (plgpu.TilingTransform((8, row_bytes // 4)), plgpu.SwizzleTransform(row_bytes))
     # lane semantics (JAX 0.10's default): JAX 0.11's warpgroup semantics lower a bool tile's `not`
     # through int64 and fail
     extra = {"compiler_params": plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane)}
