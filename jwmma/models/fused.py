@@ -203,9 +203,9 @@ class FusedGroups(F32FusedModel):
             fl = self._flags(a_col, b_sel(), ctx, float_alignment)
             if all(hi - lo == bounds[0][1] - bounds[0][0] for lo, hi in bounds):  # equal groups: one reduction
                 g = bounds[0][1] - bounds[0][0]
+                per_group = (*out[:-1], len(bounds), out[-1])
                 return tuple(jnp.moveaxis(jnp.broadcast_to(
-                    f.reshape(*f.shape[:-2], len(bounds), g, f.shape[-1]).any(axis=-2), (*out[:-1], len(bounds), out[-1])),
-                    -2, 0) for f in fl)
+                    f.reshape(*f.shape[:-2], len(bounds), g, f.shape[-1]).any(axis=-2), per_group), -2, 0) for f in fl)
             return tuple(jnp.stack([jnp.broadcast_to(f[..., lo:hi, :].any(axis=-2), out) for lo, hi in bounds])
                          for f in fl)
 

@@ -21,7 +21,8 @@ from ...numerics.formats import Fields as Dec  # decoded fields, one record for 
 from ...numerics.formats import FloatFormat, decode_fields, f32_magnitude, pow2_f32
 from ...numerics.formats import exactly_normal_in_f32 as exactly_f32
 
-__all__ = ["fori", "cond", "tile_layout", "on_tile", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4", "tile_any", "bitlen32", "bitlen64",
+__all__ = ["fori", "cond", "tile_layout", "on_tile", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4",
+           "tile_any", "bitlen32", "bitlen64",
            "shift64", "round_to_format"]
 
 #: (cast, layout) while a Mosaic GPU kernel is traced (`tile_layout`), else None

@@ -164,7 +164,8 @@ def _kernel(*refs, names, step, unit_kc, block_units, k_blocks, specs, dense, wi
 
     def pipeline():
         in_specs = [spec(i, j) for spec in specs]
-        return plgpu.emit_pipeline(block, grid=(k_blocks,), in_specs=in_specs, max_concurrent_steps=min(stages, k_blocks),
+        return plgpu.emit_pipeline(block, grid=(k_blocks,), in_specs=in_specs,
+                                   max_concurrent_steps=min(stages, k_blocks),
                                    init_carry=kl.on_tile(tile_smem[...]))(*[ins[n] for n in names])
 
     if interpret:
