@@ -535,13 +535,13 @@ def test_triton_lowering_without_gpu(builtin, model):
 
 
 def test_the_triton_backend_is_still_there():
-    """jwmma's kernels lower to Pallas Triton, which JAX 0.11 deprecates. The day a JAX
-    removes it this test fails loudly (port the kernels to Mosaic GPU); until then
-    backend='auto' falls back to XLA without it (`kernel_for`), and jwmma's own lowering calls
-    filter exactly the deprecation warning."""
+    """jwmma's kernels lower to Pallas Triton by default, which JAX 0.11 deprecates. The day a
+    JAX removes it this test fails loudly (make the Mosaic GPU lowering the default, once a GPU
+    has timed it); until then backend='auto' falls back to XLA without it (`kernel_for`), and
+    jwmma's own lowering calls filter exactly the deprecation warning."""
     assert pallas.triton_available(), (
-        "this JAX has no Pallas Triton backend: jwmma's GPU kernels must move to Mosaic GPU "
-        "(backend='auto' runs XLA meanwhile, the same bits)")
+        "this JAX has no Pallas Triton backend: jwmma's GPU kernels must default to their Mosaic GPU lowering "
+        "(PallasOptions(lowering='mosaic'); backend='auto' runs XLA meanwhile, the same bits)")
     import warnings
 
     with warnings.catch_warnings(record=True) as seen:

@@ -141,7 +141,9 @@ def kernel_for(spec, model, options) -> bool:
         if options.pallas.auto:
             return False
         raise ValueError("backend='pallas': this JAX has no Pallas Triton backend (removed after its deprecation "
-                         "in JAX 0.11), which jwmma's kernels lower to; use backend='xla' or 'auto' (the same bits)")
+                         "in JAX 0.11), which jwmma's kernels lower to by default; pass "
+                         "PallasOptions(lowering='mosaic') (Mosaic GPU, sm_90 and later) or use backend='xla' or "
+                         "'auto' (the same bits)")
     fam = family(model) if _decodes(spec) or spec.scaled else None
     why = None
     if fam == "scaled":  # BlockScaled: its default arithmetic only (`scaled.applies`)
