@@ -16,7 +16,7 @@ from ..engine.fragments import codes_to_values
 from ..engine.options import resolve as resolve_options
 from ..keywords import forwarding_keywords, strict_keywords
 from ..numerics.rounding import x64_scope
-from ..tiled import gemm, operands
+from ..tiled import float64_out, gemm, operands
 from .diff import compare
 from .policy import Policy, as_policy, metadata, name_of
 
@@ -220,14 +220,7 @@ def _execute(policy, a, b, c, waves, model, prune, options, target=None):
     x64 = bool(jax.config.jax_enable_x64)
     with x64_scope():  # doubles exist inside x64_scope only (the user's jax_enable_x64 is left alone)
         pol, geo, d, writes, offs = _execute_in_scope(pol, a, b, c, waves, model, prune, options)
-        return pol, geo, _float64_out(d, x64), writes, offs
-
-
-def _float64_out(d, x64: bool):
-    """D of an f64 row as `jwmma.gemm` gives it (called inside `x64_scope`; ``x64``: the user's
-    jax_enable_x64): the float64 JAX array with it on, else a numpy float64 array, the same bits
-    (JAX has no float64 arrays then: one made inside the scope turns float32 at its next use)."""
-    return d if x64 else np.asarray(d)
+        return pol, geo, float64_out(pol.spec, d, x64), writes, offs
 
 
 def _execute_in_scope(pol, a, b, c, waves, model, prune, options):
@@ -276,7 +269,7 @@ def _empty(policy, a, b, c, prune, target=None):
         if ops.m and ops.n:
             return None
         d = jnp.zeros((ops.m, ops.n), operands.accumulator_dtype(pol.spec))
-        return _float64_out(d, x64) if pol.f64 else d
+        return float64_out(pol.spec, d, x64)
 
 
 @forwarding_keywords(gemm, passed=("builtin", "model", "prune", "options", "target"))

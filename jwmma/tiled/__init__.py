@@ -32,7 +32,7 @@ from . import buckets, operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
 from .sharding import Plan
 
-__all__ = ["gemm", "gemm_extent", "emulate_padded", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
+__all__ = ["gemm", "gemm_extent", "emulate_padded", "float64_out", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
            "plan", "processes", "sharding", "buckets"]
 
 PATHS = ("matrix", "registers")
@@ -70,21 +70,24 @@ def _empty(spec, shape, c):
     with x64_scope():  # f64 codes are int64
         d = jnp.zeros(shape, jnp.int32) if c is None else jnp.broadcast_to(fragments.to_codes(spec.c_type, c), shape)
         d = fragments.codes_to_values(spec.c_type, d)
-    return _float64_out(spec, d)
+    return float64_out(spec, d)
 
 
-def _float64_out(spec, d):
-    """D of an f64 row as the user gets it (call outside `x64_scope`): with jax_enable_x64 off JAX has no float64 arrays (one
-    made inside `x64_scope` turns float32 at its next operation), so D comes back as a numpy
-    float64 array, bit for bit; with it on, as the float64 JAX array. Other rows: ``d``."""
-    if spec.c_type != "f64" or jax.config.jax_enable_x64:
+def float64_out(spec, d, x64: bool | None = None):
+    """D of an f64 row as the user gets it (`jwmma.gemm`, `jwmma.kernel`): with jax_enable_x64
+    off JAX has no float64 arrays (one made inside `x64_scope` turns float32 at its next
+    operation), so D comes back as a numpy float64 array, bit for bit; with it on, as the
+    float64 JAX array. Other rows: ``d``. ``x64``: the user's jax_enable_x64 (None: read now,
+    which must then be outside `x64_scope`)."""
+    x64 = jax.config.jax_enable_x64 if x64 is None else x64
+    if spec.c_type != "f64" or x64:
         return d
     return np.asarray(d)
 
 
 def _check_float64(spec, dist) -> None:
     """An f64 GEMM over a mesh spanning processes needs jax_enable_x64 on: its D is then a global
-    float64 array; with x64 off D would be a numpy array (`_float64_out`), the whole of it on every
+    float64 array; with x64 off D would be a numpy array (`float64_out`), the whole of it on every
     process, which jwmma never gathers across hosts."""
     if spec.c_type == "f64" and dist is not None and dist.spans_processes and not jax.config.jax_enable_x64:
         raise ValueError(f"jwmma.gemm with {spec.name} over a mesh spanning processes needs jax_enable_x64 on (D is "
@@ -266,7 +269,7 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
                                 form=form, dims=(ins.m, ins.n, ins.k, ins.batch), extent=extent)
         if bucket is not None:  # cut on the host: no program per shape
             d = jax.device_put(np.ascontiguousarray(np.asarray(d)[..., : real[0], : real[1]]))
-        return _float64_out(spec, d)
+        return float64_out(spec, d)
     # the f64 rows' operands are float64 and their codes int64 from placement to D: all of it inside
     # x64_scope (outside it JAX would place float64 data as float32 and cut int64 codes to 32 bits)
     with x64_scope() if spec.c_type == "f64" else contextlib.nullcontext():
@@ -274,7 +277,7 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
             a, b, c = dist.place(a, b, c)
         d = _padded_codes_path(spec, m_obj, opts, dist, a, b, c, path=path, prune=prune, check=check,
                                a_signed=a_signed, b_signed=b_signed, clamp=clamp, s=s)
-    return _float64_out(spec, d)
+    return float64_out(spec, d)
 
 
 def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, a_signed, b_signed, clamp, s):

@@ -22,6 +22,7 @@ of a dense step in the XLA model's order (k = c) with nothing of its own.
 """
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
@@ -33,7 +34,7 @@ from jax.experimental import pallas as pl
 from . import kernel_lib as kl
 from . import quiet_triton_deprecation
 
-__all__ = ["Tiling", "Kernel", "Summary", "summarize", "StepView", "run", "narrow", "round_up", "LOWERINGS"]
+__all__ = ["Tiling", "Kernel", "Summary", "summarize", "StepView", "run", "pad_to_tiles", "narrow", "LOWERINGS"]
 
 #: what lowers a kernel on a GPU: Triton (deprecated in JAX 0.11) or Mosaic GPU (`mosaic`)
 LOWERINGS = ("triton", "mosaic")
@@ -150,8 +151,7 @@ class StepView:
     def shifted(self, dc):
         """The view ``dc`` compressed columns further on (dc may be traced: loops inside a
         unit keep kernels small)."""
-        v = StepView.__new__(StepView)
-        v.refs, v.u, v.dense, v.rows_per_col = self.refs, self.u, self.dense, self.rows_per_col
+        v = copy.copy(self)  # the same kind of view (`mosaic.MosaicView` too), refs shared
         v.a0, v.b0 = self.a0 + dc, self.b0 + self.rows_per_col * dc
         return v
 
@@ -205,13 +205,6 @@ class StepView:
     def bw_row(self, k):
         return self._row("bw", k)
 
-    def a_block(self, kc: int):
-        """(tm, kc) all A codes of the unit."""
-        return self.refs["a"][:, pl.ds(self.a0, kc)].astype(jnp.int32)
-
-    def b_block(self, k: int):
-        return self.refs["b"][pl.ds(self.b0, k), :].astype(jnp.int32)
-
 
 def _kernel(*refs, names, step, unit_kc, units, dense, wide):
     named = dict(zip(names, refs))
@@ -222,7 +215,7 @@ def _kernel(*refs, names, step, unit_kc, units, dense, wide):
     named["o"][...] = kl.fori(units, body, named["c"][...], wide=wide)
 
 
-def round_up(x: int, m: int) -> int:
+def _round_up(x: int, m: int) -> int:
     """The least multiple of ``m`` that is at least ``x``."""
     return -(-x // m) * m
 
@@ -234,6 +227,34 @@ def narrow(codes, bits: int, signed: bool):
     if bits <= 16:
         return codes.astype(jnp.int16 if signed else jnp.uint16)
     return codes.astype(jnp.int32)
+
+
+def pad_to_tiles(kern: "Kernel", a_codes, pos, b_codes, c, tm: int, tn: int):
+    """The operands of one GEMM of ``kern`` (2-D; `run`'s contract), checked and padded to
+    whole (tm, tn) output tiles: padding rows of A select positions (2, 3) with zero values,
+    padding columns of B and C are zero. Returns (a_codes, pos, b_codes, c); ValueError for
+    inconsistent shapes."""
+    unit_kc = kern.unit_kc
+    m, kch = a_codes.shape
+    kd, n = b_codes.shape
+    rows_per_col = 1 if kern.dense else 2
+    if kch * rows_per_col != kd or kch % unit_kc or c.shape != (m, n):
+        want = "a (M, K), b (K, N)" if kern.dense else "a (M, K/2) compressed, b (K, N)"
+        raise ValueError(f"inconsistent operands: a {a_codes.shape}, b {b_codes.shape}, c {c.shape} (expected "
+                         f"{want}, c (M, N), K/2 or K a multiple of the unit's {unit_kc} columns)")
+    if not kern.dense and (pos is None or pos.shape != a_codes.shape):
+        raise ValueError(f"positions {None if pos is None else pos.shape} must match a {a_codes.shape}")
+    mp, np_ = _round_up(m, tm), _round_up(n, tn)
+    if mp != m:
+        a_codes = jnp.pad(a_codes, ((0, mp - m), (0, 0)))
+        if not kern.dense:
+            pad_pos = jnp.broadcast_to(jnp.tile(jnp.asarray([2, 3], jnp.int32), kch // 2), (mp - m, kch))
+            pos = jnp.concatenate([pos, pad_pos], axis=0)
+        c = jnp.pad(c, ((0, mp - m), (0, 0)))
+    if np_ != n:
+        b_codes = jnp.pad(b_codes, ((0, 0), (0, np_ - n)))
+        c = jnp.pad(c, ((0, 0), (0, np_ - n)))
+    return a_codes, pos, b_codes, c
 
 
 def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
@@ -258,26 +279,11 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
     if a_codes.ndim > 2:
         return jax.vmap(functools.partial(run, kern, tiling=tiling))(a_codes, pos, b_codes, c)
     unit_kc = kern.unit_kc
-    m, kch = a_codes.shape
-    kd, n = b_codes.shape
-    rows_per_col = 1 if kern.dense else 2
-    if kch * rows_per_col != kd or kch % unit_kc or c.shape != (m, n):
-        want = "a (M, K), b (K, N)" if kern.dense else "a (M, K/2) compressed, b (K, N)"
-        raise ValueError(f"inconsistent operands: a {a_codes.shape}, b {b_codes.shape}, c {c.shape} (expected "
-                         f"{want}, c (M, N), K/2 or K a multiple of the unit's {unit_kc} columns)")
-    if not kern.dense and (pos is None or pos.shape != a_codes.shape):
-        raise ValueError(f"positions {None if pos is None else pos.shape} must match a {a_codes.shape}")
+    m, n = a_codes.shape[0], b_codes.shape[1]
     tm, tn = tiling.tm, tiling.tn
-    mp, np_ = round_up(m, tm), round_up(n, tn)
-    if mp != m:
-        a_codes = jnp.pad(a_codes, ((0, mp - m), (0, 0)))
-        if not kern.dense:
-            pad_pos = jnp.broadcast_to(jnp.tile(jnp.asarray([2, 3], jnp.int32), kch // 2), (mp - m, kch))
-            pos = jnp.concatenate([pos, pad_pos], axis=0)
-        c = jnp.pad(c, ((0, mp - m), (0, 0)))
-    if np_ != n:
-        b_codes = jnp.pad(b_codes, ((0, 0), (0, np_ - n)))
-        c = jnp.pad(c, ((0, 0), (0, np_ - n)))
+    a_codes, pos, b_codes, c = pad_to_tiles(kern, a_codes, pos, b_codes, c, tm, tn)
+    (mp, kch), (kd, np_) = a_codes.shape, b_codes.shape
+    rows_per_col = 1 if kern.dense else 2
     units = kch // unit_kc
     mt, nt = mp // tm, np_ // tn
     a_bits, b_bits, signed = kern.code_bits

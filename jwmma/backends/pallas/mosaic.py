@@ -42,7 +42,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from . import kernel_lib as kl
-from .driver import Summary, summarize
+from .driver import StepView, Summary, narrow, pad_to_tiles, summarize
 
 __all__ = ["MosaicView", "run", "MAX_BLOCK_COLUMNS", "STAGE_BYTES", "ROW_TILE"]
 
@@ -68,48 +68,19 @@ def _layouts(interpret: bool):
     return plgpu.layout_cast, wg, wg.reduce(1), wg.reduce(0)
 
 
-class MosaicView:
+class MosaicView(StepView):
     """`driver.StepView` for the Mosaic driver: one unit ``u`` of the current K block (local
-    index), every column and row loaded as a (tm, tn) tile (module doc)."""
+    index), every column and row loaded as a (tm, tn) tile (``shape``; module doc), where the
+    Triton view gives (tm, 1) and (1, tn). It has no second copies (``second`` is the same
+    unit: the same bits)."""
 
     def __init__(self, refs: dict, u, unit_kc: int, dense: bool, shape: tuple, interpret: bool):
-        self.refs, self.u, self.dense, self.shape, self.interpret = refs, u, dense, shape, interpret
-        self.rows_per_col = 1 if dense else 2
-        self.a0 = u * unit_kc
-        self.b0 = u * (self.rows_per_col * unit_kc)
+        super().__init__(refs, u, unit_kc, dense)
+        self.shape, self.interpret = shape, interpret
 
     def summaries(self):
         """(Summary of the unit's A tile, Summary of its B tile): two scalar loads."""
         return Summary(self.refs["sa"][0, self.u]), Summary(self.refs["sb"][0, self.u])
-
-    def second(self):
-        """The same unit (this driver keeps no second copies: the same bits)."""
-        return self.shifted(0)
-
-    def shifted(self, dc):
-        """The view ``dc`` compressed columns further on (dc may be traced)."""
-        v = MosaicView.__new__(MosaicView)
-        v.refs, v.u, v.dense, v.shape, v.interpret = self.refs, self.u, self.dense, self.shape, self.interpret
-        v.rows_per_col = self.rows_per_col
-        v.a0, v.b0 = self.a0 + dc, self.b0 + self.rows_per_col * dc
-        return v
-
-    def row0(self, c):
-        """Offset in the B block of the first candidate row of compressed column c's block."""
-        return self.b0 + self.rows_per_col * c
-
-    def b_rows(self, q, name: str = "b"):
-        """The candidate rows of compressed block q, each a (tm, tn) tile (`driver.StepView.b_rows`)."""
-        n = 2 if self.dense else 4
-        return [self._row(name, n * q + r) for r in range(n)]
-
-    def pick(self, c, rows):
-        """The candidate compressed column c multiplies (`driver.StepView.pick`)."""
-        if not self.dense:
-            return kl.select4(self.p_col(c), rows)
-        if isinstance(c, int):
-            return rows[c % 2]
-        return jnp.where((c & 1) == 0, rows[0], rows[1])
 
     def _col(self, name, c):
         cast, _, row_layout, _ = _layouts(self.interpret)
@@ -120,25 +91,6 @@ class MosaicView:
         cast, _, _, col_layout = _layouts(self.interpret)
         v = cast(self.refs[name][self.b0 + k, :], col_layout).astype(jnp.int32)
         return lax.broadcast_in_dim(v, self.shape, (1,))
-
-    def a_col(self, c):
-        """A codes of compressed column c, (tm, tn) int32."""
-        return self._col("a", c)
-
-    def p_col(self, c):
-        """Positions of column c, (tm, tn) (sparse builtins only)."""
-        if self.dense:
-            raise ValueError("a dense builtin has no positions: select B rows with MosaicView.pick")
-        return self._col("p", c)
-
-    def aw_col(self, c):
-        return self._col("aw", c)
-
-    def b_row(self, k):
-        return self._row("b", k)
-
-    def bw_row(self, k):
-        return self._row("bw", k)
 
 
 def _kernel(*refs, names, step, unit_kc, block_units, k_blocks, specs, dense, wide, shape, interpret, stages):
@@ -207,7 +159,6 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
     of `ROW_TILE` and ``tiling.tn`` of 8; num_warps, num_stages and reload do not apply (one
     warpgroup per program; no second copies: the same bits). Must be traced with 64-bit types
     enabled (the caller's x64 scope), as `driver.run`."""
-    from .driver import narrow, round_up
 
     if kern.dense:
         pos = None
@@ -218,21 +169,10 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
         raise ValueError(f"the Mosaic GPU kernels need tm a multiple of {ROW_TILE} and tn of 8 (a warpgroup's "
                          f"register tile), got tm={tm}, tn={tn}")
     unit_kc = kern.unit_kc
-    m, kch = a_codes.shape
-    kd, n = b_codes.shape
+    m, n = a_codes.shape[0], b_codes.shape[1]
+    a_codes, pos, b_codes, c = pad_to_tiles(kern, a_codes, pos, b_codes, c, tm, tn)
+    (mp, kch), np_ = a_codes.shape, b_codes.shape[1]
     rows_per_col = 1 if kern.dense else 2
-    if kch * rows_per_col != kd or kch % unit_kc or c.shape != (m, n):
-        raise ValueError(f"inconsistent operands: a {a_codes.shape}, b {b_codes.shape}, c {c.shape}")
-    mp, np_ = round_up(m, tm), round_up(n, tn)
-    if mp != m:  # padding rows select positions (2, 3) with zero values, as `driver.run` pads
-        a_codes = jnp.pad(a_codes, ((0, mp - m), (0, 0)))
-        if not kern.dense:
-            pad_pos = jnp.broadcast_to(jnp.tile(jnp.asarray([2, 3], jnp.int32), kch // 2), (mp - m, kch))
-            pos = jnp.concatenate([pos, pad_pos], axis=0)
-        c = jnp.pad(c, ((0, mp - m), (0, 0)))
-    if np_ != n:
-        b_codes = jnp.pad(b_codes, ((0, 0), (0, np_ - n)))
-        c = jnp.pad(c, ((0, 0), (0, np_ - n)))
     units = kch // unit_kc
     mt, nt = mp // tm, np_ // tn
     interpret = bool(tiling.interpret)
