@@ -142,6 +142,89 @@ def test_mosaic_gpu_lowering_without_gpu(builtin, model):
     assert "mosaic_gpu" in text and "triton" not in text
 
 
+class _SignednessAudit:
+    """Mosaic GPU's lane lowering picks signed or unsigned instructions (compares, max/min,
+    widening, int -> float) from a signedness it tracks per register array; its interpreter
+    computes on dtypes, so a wrong signedness shows only on a GPU. This wraps every lowering
+    rule and records each integer array a rule is given whose tracked signedness differs from
+    its dtype's: (consuming primitive, dtype) -> count. (Consumers, not producers: the
+    driver wraps the select rule while it traces, around this audit's wrapper.)"""
+
+    def __enter__(self):
+        from jax._src.pallas.mosaic_gpu import lowering
+        from jax.experimental.mosaic.gpu import fragmented_array
+
+        self.tables, self.saved, self.bad = lowering.mosaic_lowering_rules, {}, {}
+        array = fragmented_array.FragmentedArray
+
+        def check(prim, values, avals):
+            for v, aval in zip(values, avals):
+                dtype = getattr(aval, "dtype", None)
+                if isinstance(v, array) and dtype is not None and jnp.issubdtype(dtype, jnp.integer):
+                    if v.is_signed != bool(jnp.issubdtype(dtype, jnp.signedinteger)):
+                        key = (prim.name, str(dtype))
+                        self.bad[key] = self.bad.get(key, 0) + 1
+
+        def wrap(prim, rule):
+            def audited(ctx, *args, **params):
+                check(prim, args, ctx.avals_in)
+                return rule(ctx, *args, **params)
+            return audited
+
+        for key, table in self.tables.items():
+            self.saved[key] = dict(table)
+            for prim, rule in list(table.items()):
+                table[prim] = wrap(prim, rule)
+        return self
+
+    def __exit__(self, *exc):
+        for key, table in self.saved.items():
+            self.tables[key].clear()
+            self.tables[key].update(table)
+
+
+@pytest.mark.parametrize("builtin,model", [
+    ("smfmac_f32_16x16x128_fp8_fp8", None),
+    *[pytest.param(b, m, marks=pytest.mark.slow) for b, m in [
+        ("smfmac_f32_16x16x64_bf16", None), ("swmmac_f32_16x16x32_f16_w32", None),
+        ("swmmac_f16_16x16x32_f16_w32", None), ("smfmac_f32_16x16x128_fp8_fp8", "exact"),
+        ("smfmac_f32_16x16x64_bf16", "exact"), ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain_k"),
+        ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain"), ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain"),
+        ("swmmac_i32_16x16x32_iu8_w32", None), ("wmma_f32_16x16x16_f16_w32_gfx12", None),
+        ("mfma_scale_f32_16x16x128_f8f6f4", None)]],
+])
+def test_mosaic_gpu_integers_keep_their_signedness(builtin, model):
+    """Lowered for CUDA, every integer register array of the kernel is signed as its dtype
+    says. Before the select fix, ``jnp.where(pred, 0, x)`` made signed exponents unsigned, and
+    an H200 gave other bits than XLA for the fused, gfx12, exact and block-scaled kernels."""
+    pytest.importorskip("jax._src.pallas.mosaic_gpu.lowering")
+    with _SignednessAudit() as audit:
+        _lower_for_cuda(builtin, model)
+    assert audit.bad == {}
+
+
+def test_the_select_fix_leaves_other_kernels_alone():
+    """A kernel not named by jwmma keeps JAX's own rule: a select whose true case is a
+    constant still gives an unsigned array there (the defect the fix corrects for ours; if
+    this fails, JAX has fixed it and the fix can go)."""
+    pytest.importorskip("jax._src.pallas.mosaic_gpu.lowering")
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    from jwmma.backends.pallas import mosaic_signedness
+
+    mosaic_signedness.install()
+
+    def body(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = jnp.maximum(jnp.where(x > 0, 0, x), -5)
+
+    fn = plgpu.kernel(body, out_type=jax.ShapeDtypeStruct((128,), jnp.int32), kernel_name="users_kernel",
+                      compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane))
+    with _SignednessAudit() as audit, abstract_gpu():
+        jax.export.export(jax.jit(fn), platforms=("cuda",))(jnp.zeros((128,), jnp.int32))
+    assert audit.bad.get(("max", "int32"))
+
+
 def test_options_the_mosaic_driver_refuses():
     fp8, fused = _model("smfmac_f32_16x16x128_fp8_fp8", None)
     for kw in (dict(vec3=True), dict(gather=True), dict(float_combine=True)):

@@ -42,6 +42,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from . import kernel_lib as kl
+from . import mosaic_signedness
 from .driver import StepView, Summary, narrow, pad_to_tiles, summarize
 
 __all__ = ["MosaicView", "run", "MAX_BLOCK_COLUMNS", "STAGE_BYTES", "ROW_TILE"]
@@ -219,7 +220,10 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
     swizzle = (plgpu.TilingTransform((8, row_bytes // 4)), plgpu.SwizzleTransform(row_bytes))
     # lane semantics (JAX 0.10's default): JAX 0.11's warpgroup semantics lower a bool tile's `not`
     # through int64 and fail
-    extra = {"compiler_params": plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane)}
+    extra = {"compiler_params": plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane),
+             "kernel_name": mosaic_signedness.KERNEL_NAME}
+    if not interpret:  # the interpreter computes on dtypes: it needs no correction
+        mosaic_signedness.install()
     if interpret:  # Mosaic GPU's own interpreter (public from JAX 0.11 on)
         params = getattr(plgpu, "InterpretGPUParams", None)
         if params is None:
