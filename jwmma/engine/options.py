@@ -48,7 +48,8 @@ class PallasOptions:
     lowering: what lowers the kernels on a GPU: 'triton' (None: the default; deprecated in JAX
         0.11) or 'mosaic' (Mosaic GPU, sm_90 and later: every kernel family, fused-group
         sums in their 2-D form, tm a multiple of 64; num_warps, num_stages and the 3-D
-        variants do not apply; not yet timed on a GPU).
+        variants do not apply; runs on an H200, its bits there with the select fix of
+        `jwmma.backends.pallas.mosaic_signedness` still to be checked: benchmarks/RESULTS.md).
     """
 
     tm: int | None = None
