@@ -76,6 +76,9 @@ SLOW = [
     ("smfmac_f32_16x16x64_fp8_fp8", "fma_chain", {}),  # gfx942 FNUZ: the NaN is the -0 code
     ("swmmac_bf16_16x16x32_bf16_w32", models.FMAChain(nan="propagate"), {}),  # RNE narrowing of a NaN word
     ("smfmac_f32_16x16x128_bf8_fp8", models.FMAChain(order="register"), {}),  # canonical NaN
+    ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", dict(chain_run=4)),  # the chain as a loop over runs of 4
+    ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain", dict(chain_run=2)),  # bf16: the tile-wide slow path beside it
+    ("smfmac_f32_16x16x64_bf16", "fma_chain", dict(chain_run=8)),  # compressed order, f32 units of 16
     ("smfmac_i32_16x16x128_i8", None, {}),
     ("swmmac_i32_16x16x64_iu4_w32", None, dict(clamp=True)),
     ("swmmac_i32_16x16x32_iu4_w32", "exact", dict(clamp=True)),
@@ -363,9 +366,16 @@ def test_options_resolve_and_validate():
     assert not pallas.kernel_for(spec, models.CDNA3(), cpu)
     t = pallas.tiling(lookup("smfmac_f32_16x16x128_fp8_fp8"), models.CDNA3(), gpu.pallas)
     assert (t.tm, t.tn, t.num_warps, t.vec3, t.float_combine, t.interpret) == (8, 64, 2, True, True, False)
-    for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError)):
+    for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError),
+                     (dict(chain_run=3), ValueError)):
         with pytest.raises(err, match=next(iter(bad))):
             PallasOptions(**bad)
+    fp8 = lookup("smfmac_f32_16x16x128_fp8_fp8")  # rocjitsu's fp8 chain: runs of 4 columns
+    chain = models.resolve("fma_chain", context(fp8), fp8.default_model)
+    for run, why in ((8, "no runs of 8 consecutive columns, its longest are 4; use chain_run=4"),
+                     (1, "at least 2")):
+        with pytest.raises(ValueError, match=why):
+            pallas.make_kernel(fp8, chain, tiling=pallas.tiling(fp8, chain, PallasOptions(chain_run=run)))
     with pytest.raises(TypeError, match="pallas"):
         Options(pallas={"tm": 16})
 

@@ -43,6 +43,10 @@ class PallasOptions:
         second pass of a fused group; combine with C in float64; gfx12 f32 results by an int ->
         f32 conversion; the sparse 3-D fused kernel loads each product's B row by its 2:4
         position, one gather load, instead of four candidate rows and a select chain).
+    chain_run: the `fma_chain` kernel's products per iteration of a loop over the chain (a
+        power of two that divides the chain's runs; None: the unit's whole chain unrolled, the
+        default). The unrolled chain is the fastest steady kernel, and the largest program
+        (Triton's compile of it dominates the first call); a loop keeps the program small.
     auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
         and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
     lowering: what lowers the kernels on a GPU: 'triton' (None: the default; deprecated in JAX
@@ -62,11 +66,12 @@ class PallasOptions:
     gather: bool = False
     float_combine: bool | None = None
     float_round: bool | None = None
+    chain_run: int | None = None
     auto: bool = False
     lowering: str | None = None
 
     def __post_init__(self):
-        for name in ("tm", "tn", "num_warps"):
+        for name in ("tm", "tn", "num_warps", "chain_run"):
             _pow2_or_none(name, getattr(self, name))
         if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"PallasOptions.num_stages must be an int >= 1, got {self.num_stages!r}")

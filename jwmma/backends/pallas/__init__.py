@@ -191,7 +191,8 @@ def tiling(spec, model, popts: PallasOptions):
 
     return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
                   num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
-                  float_combine=fc, float_round=fr, vec3=vec3, gather=popts.gather, lowering=lowering)
+                  float_combine=fc, float_round=fr, vec3=vec3, gather=popts.gather, lowering=lowering,
+                  chain_run=popts.chain_run)
 
 
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):
@@ -211,7 +212,7 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     elif fam == "exact":
         kern = exact.make_step(spec, model, ctx)
     elif fam == "fma_chain":
-        kern = fma_chain.make_step(spec, model, ctx)
+        kern = fma_chain.make_step(spec, model, ctx, run=tiling.chain_run)
     elif fam == "integer":
         kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
     elif fam == "scaled":

@@ -99,6 +99,14 @@ def chain_runs(order, g: int = 2):
     raise ValueError(f"the fma_chain kernel needs a chain order of runs of {g} columns, got {order}")
 
 
+def _has_runs(order, g: int) -> bool:
+    try:
+        chain_runs(order, g)
+    except ValueError:
+        return False
+    return True
+
+
 def _run_view(view, g, bases, t):
     """The view shifted to the first column of run t (traced) of the chain."""
     if bases == tuple(range(0, g * len(bases), g)):
@@ -109,10 +117,16 @@ def _run_view(view, g, bases, t):
     return view.shifted(base)
 
 
-def make_step(spec, model: FMAChain, ctx: Context):
+def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     """`driver.Kernel` of ``model`` on ``spec``: one f32 multiply and add per product where
     that is provably the FMA's bits, float64 emulation otherwise; NaN words as the module doc
-    says."""
+    says. ``run``: the fast path as a loop over runs of ``run`` products of the chain (the
+    same products in the same order: the same bits); None, or a run as long as the unit:
+    unrolled over the unit.
+
+    Raises:
+      ValueError: ``run`` under 2 (a run holds whole 2:4 blocks), or the chain's order has no
+        runs of ``run`` consecutive columns."""
     fa, fb, fc = ctx.a, ctx.b, ctx.c
     declared = model.chain_order(ctx, spec.kc)
     # an f32 chain in compressed order has no step boundary: any unit gives the same bits (16
@@ -121,6 +135,17 @@ def make_step(spec, model: FMAChain, ctx: Context):
     kc = min(spec.kc, 16) if fc == F32 and declared is None else spec.kc
     order = tuple(range(kc)) if declared is None else declared
     g, bases = chain_runs(order)
+    loop = None  # (run, its bases): the fast path's loop, or None: unrolled
+    if run is not None and run < len(order):
+        if run < 2:
+            raise ValueError(f"PallasOptions.chain_run must be at least 2 (whole 2:4 blocks), got {run}")
+        try:
+            loop = chain_runs(order, run)
+        except ValueError:
+            longest = max(r for r in (2, 4, 8, 16, 32) if r < run and _has_runs(order, r))
+            raise ValueError(f"PallasOptions.chain_run={run}: this chain's order (a unit of {len(order)} compressed "
+                             f"columns) has no runs of {run} consecutive columns, its longest are {longest}; use "
+                             f"chain_run={longest} or less, or None") from None
     propagate = model.nan == "propagate"
     # operands that are f32 values (all of them normal, except bf16 subnormals)
     both_f32 = all(kl.exactly_f32(f) or f == BF16 for f in (fa, fb))
@@ -148,15 +173,24 @@ def make_step(spec, model: FMAChain, ctx: Context):
         bits = jnp.where(d.nan, 0x7F800000 | ((acc & ((1 << fc.mbits) - 1)) << sh), bits)
         return bits | (d.sign << 31)
 
-    def fast(view, bits):
-        acc = lax.bitcast_convert_type(bits, jnp.float32)
+    def products(view, cols, acc):
+        """acc + a_c b_c, one f32 multiply and add per product, over compressed columns ``cols``."""
         f32 = lambda w: lax.bitcast_convert_type(w, jnp.float32)  # noqa: E731
         rows = {}
-        for c in order:
+        for c in cols:
             q = c // 2
             if q not in rows:
                 rows[q] = [f32(row) for row in view.b_rows(q, "bw")]
             acc = f32(view.aw_col(c)) * view.pick(c, rows[q]) + acc
+        return acc
+
+    def fast(view, bits):
+        acc = lax.bitcast_convert_type(bits, jnp.float32)
+        if loop is None:
+            acc = products(view, order, acc)
+        else:
+            n, run_bases = loop
+            acc = kl.fori(len(run_bases), lambda t, x: products(_run_view(view, n, run_bases, t), range(n), x), acc)
         return lax.bitcast_convert_type(acc, jnp.int32)
 
     def slow(view, bits):
