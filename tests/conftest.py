@@ -110,3 +110,41 @@ def _cli_cache_in_tmp(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+def _memory_maps() -> tuple[int, int] | None:
+    """(mappings this process holds, the kernel's limit vm.max_map_count), or None where
+    /proc does not say (not Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f), limit
+    except (OSError, ValueError):
+        return None
+
+
+_MAP_CHECK_EVERY = 8  # tests between two counts (a count reads /proc/self/maps: milliseconds)
+_map_check = {"n": 0}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item):
+    """Every XLA:CPU executable keeps its JIT code in memory mappings of its own, and JAX's
+    caches keep the executables alive, so a long test process (a slow run of one file) climbs
+    towards Linux's per-process limit of mappings (vm.max_map_count, 65530 by default). At
+    the limit the JIT cannot map the next program, XLA raises, and the C++ exception's unwinding
+    segfaults (a core held 65499 mappings: benchmarks/RESULTS.md). Past 60 % of the limit the
+    process drops JAX's caches: their programs compile again when needed (the test run's
+    persistent cache has most of them)."""
+    _map_check["n"] += 1
+    if _map_check["n"] % _MAP_CHECK_EVERY:
+        return
+    maps = _memory_maps()
+    if maps is not None and maps[0] > 0.6 * maps[1]:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
