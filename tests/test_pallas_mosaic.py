@@ -231,7 +231,10 @@ def test_options_the_mosaic_driver_refuses():
         with pytest.raises(ValueError, match="runs the 2-D kernels"):
             pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic", **kw))
     t = pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic"))
-    assert (t.tm, t.tn, t.lowering, t.vec3, t.float_combine) == (*pallas.MOSAIC_TILE, "mosaic", False, False)
+    assert (t.tm, t.tn, t.lowering, t.vec3, t.float_combine) == (64, 16, "mosaic", False, False)  # measured best
+    _, exact = _model("smfmac_f32_16x16x128_fp8_fp8", "exact")
+    assert (pallas.tiling(fp8, exact, PallasOptions(lowering="mosaic")).tn,
+            pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic", tn=32)).tn) == (64, 32)
     with pytest.raises(ValueError, match="lowering must be None, 'triton' or 'mosaic'"):
         PallasOptions(lowering="cuda")
     mx, scaled = _model("mfma_scale_f32_16x16x128_f8f6f4", None)

@@ -40,8 +40,9 @@ from ...models.scaled import BlockScaled
 # the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
 # `import jwmma` and the XLA backend do not pay for it
 
-__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "MOSAIC_TILE", "PallasOptions",
-           "triton_available", "quiet_triton", "quiet_triton_deprecation", "TRITON_DEPRECATION"]
+__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "MOSAIC_TILE",
+           "MOSAIC_TILES", "PallasOptions", "triton_available", "quiet_triton", "quiet_triton_deprecation",
+           "TRITON_DEPRECATION"]
 
 #: the deprecation JAX 0.11 prints at every Pallas Triton lowering; jwmma's kernels are Triton
 #: kernels until they move to Mosaic GPU, so jwmma silences exactly this text
@@ -109,8 +110,13 @@ TILES = {
 }
 
 
-#: default (tm, tn) of the Mosaic GPU kernels (`mosaic`): one warpgroup's register tile; not timed
+#: default (tm, tn) of the Mosaic GPU kernels (`mosaic`): one warpgroup's register tile
 MOSAIC_TILE = (64, 64)
+#: families whose Mosaic GPU tile was measured better than `MOSAIC_TILE` (one H200, 8192^3,
+#: benchmarks/RESULTS.md "The H200 on 2026-12-05, last"): sparse fp8 fused groups 335 ms at tn 16,
+#: 411 ms at 32, 2030 ms at 64 (a warpgroup thread holds tm * tn / 128 elements of every live
+#: tile: 8 at 64 x 16, 32 at 64 x 64); the other families are timed at 64 x 64 only
+MOSAIC_TILES = {"fused": (64, 16)}
 
 
 def _kind(spec) -> str:
@@ -184,7 +190,7 @@ def tiling(spec, model, popts: PallasOptions):
     vec3 = (fam == "fused" and lowering == "triton") if popts.vec3 is None else popts.vec3
     tm, tn, warps = TILES.get((fam, _kind(spec)), (32, 64, 4)) if (fam != "fused" or vec3) else (32, 64, 4)
     if lowering == "mosaic":  # one warpgroup's (64-row) register tile
-        tm, tn = MOSAIC_TILE
+        tm, tn = MOSAIC_TILES.get(fam, MOSAIC_TILE)
     fc = (fam == "fused" and lowering == "triton") if popts.float_combine is None else popts.float_combine
     fr = (fam == "gfx12") if popts.float_round is None else popts.float_round
     from .driver import Tiling
