@@ -225,6 +225,17 @@ def test_the_select_fix_leaves_other_kernels_alone():
     assert audit.bad.get(("max", "int32"))
 
 
+def test_the_select_fix_refuses_a_jax_it_does_not_know(monkeypatch):
+    """Where JAX's Mosaic GPU lowering is not laid out as the fix expects, lowering='mosaic'
+    raises with the way out instead of lowering to wrong bits."""
+    lowering = pytest.importorskip("jax._src.pallas.mosaic_gpu.lowering")
+    from jwmma.backends.pallas import mosaic_signedness
+
+    monkeypatch.setattr(lowering, "mosaic_lowering_rules", {})
+    with pytest.raises(RuntimeError, match="lowering='triton' or backend='xla'"):
+        mosaic_signedness.install()
+
+
 def test_options_the_mosaic_driver_refuses():
     fp8, fused = _model("smfmac_f32_16x16x128_fp8_fp8", None)
     for kw in (dict(vec3=True), dict(gather=True), dict(float_combine=True)):
