@@ -55,13 +55,15 @@ def pallas_options(items) -> dict:
     return out
 
 
-def bench_row(label, size, reps, pallas=None):
+def bench_row(label, size, reps, pallas=None, backend=None):
     row = ROWS[label]
     a, b, c, kw = operands(row, size, size, size)
     a, b, c = jax.device_put((a, b, c))
     kw = {k: jax.device_put(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}  # MX block scales
     if pallas:  # a kernel variant for every row (`--pallas`); rows without a kernel keep XLA
         kw["options"] = (kw.get("options") or jwmma.Options()).replace(pallas=jwmma.PallasOptions(**pallas))
+    if backend:  # `--backend`: e.g. 'pallas' for rows that 'auto' runs on XLA (the integer rows)
+        kw["options"] = (kw.get("options") or jwmma.Options()).replace(backend=backend)
     fn = lambda: jwmma.gemm(a, b, c, builtin=row.builtin, model=row.model, **kw)  # noqa: E731
     first, med, _ = timed(fn, reps)
     return dict(label=label, builtin=row.builtin, model=row.model_name, first_s=round(first, 2),
@@ -86,6 +88,9 @@ def main():
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--pallas", nargs="*", metavar="NAME=VALUE",
                     help="jwmma.PallasOptions fields for every row, e.g. float_combine=true tm=8 tn=128 num_warps=4")
+    ap.add_argument("--backend", choices=("auto", "xla", "pallas"), default=None,
+                    help="Options.backend for every row (default: each row's own; 'pallas' raises for a row "
+                         "without a kernel, reported as that row's error)")
     args = ap.parse_args()
     pallas = pallas_options(args.pallas)
     dev = jax.devices()[0]
@@ -97,7 +102,7 @@ def main():
         print(f"{r['label']:28s} {r['mac_per_s']:9.3g} MAC/s  {r['time_ms']:9.2f} ms", flush=True)
     for label in args.rows:
         try:
-            r = bench_row(label, args.size, args.reps, pallas)
+            r = bench_row(label, args.size, args.reps, pallas, args.backend)
         except Exception as e:  # noqa: BLE001 (a row that fails is reported, the table goes on)
             r = dict(label=label, error=f"{type(e).__name__}: {str(e)[:200]}")
             print(f"{label:28s} ERROR {r['error']}", flush=True)
@@ -116,7 +121,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=dev.device_kind, jax=jax.__version__, size=args.size, rows=rows, ratios=ratios,
-                           pallas=pallas), f, indent=1)
+                           pallas=pallas, backend=args.backend), f, indent=1)
 
 
 if __name__ == "__main__":
