@@ -119,6 +119,12 @@ def _run_view(view, g, bases, t):
     return view.shifted(base)
 
 
+def _product_view(view, g, bases, t):
+    """(view, j): product t (traced) of the chain is column j (traced, 0 or 1) of the view
+    shifted to its 2:4 block (runs of g = 2 columns are whole blocks: `chain_runs`)."""
+    return _run_view(view, g, bases, t >> 1), t & 1
+
+
 def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     """`driver.Kernel` of ``model`` on ``spec``: one f32 multiply and add per product where
     that is provably the FMA's bits, float64 emulation otherwise; NaN words as the module doc
@@ -195,17 +201,10 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
             acc = kl.fori(len(run_bases), lambda t, x: products(_run_view(view, n, run_bases, t), range(n), x), acc)
         return lax.bitcast_convert_type(acc, jnp.int32)
 
-    def product(t):
-        """(view, column): product t (traced) of the chain is column ``j`` (traced, 0 or 1) of
-        the view shifted to its 2:4 block (runs are whole blocks: `chain_runs`)."""
-        return _run_view(view_of[0], g, bases, t >> 1), t & 1
-
-    view_of = [None]  # the unit's view, for `product` (the rare paths loop one product at a time)
-
     def slow(view, bits):
         # rare: a loop over the chain's products (not unrolled) keeps the kernel small
         def body(t, acc):
-            v, j = product(t)
+            v, j = _product_view(view, g, bases, t)
             rows = [f64_of_fields(kl.decode(fb, row, with_val=False), fb.mbits) for row in v.b_rows(0)]
             pa = f64_of_fields(kl.decode(fa, v.a_col(j), with_val=False), fa.mbits)
             p = pa * v.pick(j, rows)
@@ -214,7 +213,6 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
             t_ = jnp.where(finite, round_to_odd(s, e), p + acc)
             return f64_of_fields(kl.decode(F32, round_f64(t_, F32), with_val=False), F32.mbits)
 
-        view_of[0] = view
         acc = f64_of_fields(kl.decode(F32, bits, with_val=False), F32.mbits)
         return round_f64(kl.fori(len(order), body, acc), F32)
 
@@ -222,14 +220,13 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
         """The NaN word after the unit: the image of its last NaN factor in chain order (A
         before B within a product), else ``word`` (a loop over products: the rare branch)."""
         def body(t, word):
-            v, j = product(t)
+            v, j = _product_view(view, g, bases, t)
             a = kl.decode(fa, v.a_col(j), with_val=False)
             b = [kl.decode(fb, row, with_val=False) for row in v.b_rows(0)]
             b_nan = v.pick(j, [d.nan for d in b])
             b_img = v.pick(j, [_nan_image(d) for d in b])
             return jnp.where(a.nan, _nan_image(a), jnp.where(b_nan, b_img, word))
 
-        view_of[0] = view
         return kl.fori(len(order), body, word)
 
     def narrow(out, is_nan):
