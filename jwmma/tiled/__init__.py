@@ -32,8 +32,8 @@ from . import buckets, operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
 from .sharding import Plan
 
-__all__ = ["gemm", "gemm_extent", "emulate_padded", "float64_out", "PATHS", "Plan", "plan_gemm", "auto_layout", "auto_mesh", "operands", "paths",
-           "plan", "processes", "sharding", "buckets"]
+__all__ = ["gemm", "gemm_extent", "emulate_padded", "float64_out", "PATHS", "Plan", "plan_gemm", "auto_layout",
+           "auto_mesh", "operands", "paths", "plan", "processes", "sharding", "buckets"]
 
 PATHS = ("matrix", "registers")
 

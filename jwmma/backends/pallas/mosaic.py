@@ -224,7 +224,7 @@ def run(kern, a_codes, pos, b_codes, c, *, tiling):
              "kernel_name": mosaic_signedness.KERNEL_NAME}
     if not interpret:  # the interpreter computes on dtypes: it needs no correction
         mosaic_signedness.install()
-    if interpret:  # Mosaic GPU's own interpreter (public from JAX 0.11 on)
+    else:  # Mosaic GPU's own interpreter (public from JAX 0.11 on)
         params = getattr(plgpu, "InterpretGPUParams", None)
         if params is None:
             from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams as params

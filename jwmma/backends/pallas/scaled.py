@@ -8,10 +8,11 @@ exponent t = (sa - 127) + (sb - 127) (its row's A scale, its column's B scale): 
 largest exponent is the unscaled one plus t, the alignment shifts and the truncated sum S are
 the unscaled ones, and the group's value is S * 2**(E_T + t - F). The kernel therefore takes
 the fused-group kernel's sum of a group as it is (`fused.group_sum3`: float alignment, 3-D
-tensors; `fused.group_sum`, 2-D, for Mosaic GPU) and adds t to its exponent. One unit is a whole instruction (K step), because the
-model decides special values per instruction, from its inputs: C's NaN/Inf and the products'
-(`fused.product_flags`, the rare branch) override the finite sum at the end of the step, and
-a finite sum that overflowed stays Inf within it (as float64 Inf does in the model).
+tensors; `fused.group_sum`, 2-D, for Mosaic GPU) and adds t to its exponent. One unit is a
+whole instruction (K step), because the model decides special values per instruction, from
+its inputs: C's NaN/Inf and the products' (`fused.product_flags`, the rare branch) override
+the finite sum at the end of the step, and a finite sum that overflowed stays Inf within it
+(as float64 Inf does in the model).
 
 Each group's sum is added to the running f32 accumulator with one rounding of the exact sum
 (`add_exact`, the model's `add_rn`): integers aligned 60 bits below the larger term's leading
