@@ -198,7 +198,7 @@ def group_sum3(plan: Plan, view, cols, gather: bool = False):
         scale = kl.pow2_f32(jnp.clip(F - et[h], -126, 127))[:, None, :]
         va = lax.bitcast_convert_type(wa & ~kl.EXP_MASK, jnp.float32)[:, :, None]
         vb = lax.bitcast_convert_type(w & ~kl.EXP_MASK, jnp.float32)
-        s.append(jnp.sum(((va * vb) * scale).astype(jnp.int32), axis=1))
+        s.append(jnp.sum(((va * vb) * scale).astype(jnp.int32), axis=1, dtype=jnp.int32))
     if not plan.two:
         return s[0] + s[1], et[0]
     es = jnp.maximum(et[0], et[1])
