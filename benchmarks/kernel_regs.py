@@ -18,7 +18,9 @@ the cubin with cuobjdump:
   products of a K unit): the warp instructions an SM issues per emulated product, the kernel's
   cost where it is ALU-bound. One H200 issues about 1e12 warp instructions a second. A kernel
   whose K unit is itself a loop (`exact`, the integer kernel, ``chain_run``) is undercounted:
-  its inner loop counts once.
+  its inner loop counts once;
+* ``compile s``: CPU seconds of Triton's compile (its passes, LLVM and ptxas; no cache), a
+  proxy for the part of a GPU first call that grows with the kernel.
 
 It is an estimate of the kernel XLA compiles, not a measurement of it: XLA bundles its own
 Triton and ptxas, and a static count ignores latency and memory. On an H200 (0a868c0) the rows'
@@ -47,12 +49,15 @@ DEFAULT_ROWS = ["fp8_cdna3", "f16_cdna3", "bf16_cdna3", "f16_gfx12", "fp8_gfx12"
                 "mxfp4_cdna4_mx", "int8_cdna4"]
 
 _COMPILE = r'''
-import json, os, re, subprocess, sys, tempfile
+import json, os, re, resource, subprocess, sys, tempfile, time
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
 import triton
 from triton.backends.compiler import GPUTarget
 path, warps = sys.argv[1], int(sys.argv[2])
+cpu = lambda: time.process_time() + resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime  # noqa: E731  (ptxas: a child)
+start = cpu()
 k = triton.compile(path, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 1})
+seconds = cpu() - start
 tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 cubin = path + ".cubin"
 open(cubin, "wb").write(k.asm["cubin"])
@@ -61,7 +66,7 @@ usage = subprocess.run([os.path.join(tools, "cuobjdump"), "--dump-resource-usage
 sass = subprocess.run([os.path.join(tools, "cuobjdump"), "-sass", cubin], capture_output=True, text=True,
                       check=True).stdout
 m = re.search(r"REG:(\d+).*?STACK:(\d+)", usage)
-print(json.dumps({"regs": int(m.group(1)), "stack": int(m.group(2)), "sass": sass}))
+print(json.dumps({"regs": int(m.group(1)), "stack": int(m.group(2)), "sass": sass, "seconds": seconds}))
 '''
 
 
@@ -129,7 +134,9 @@ def measure(label: str, pallas: dict, folder: str) -> dict:
     path = os.path.join(folder, f"{label}.ttir")
     with open(path, "w") as f:
         f.write(ir)
-    child = subprocess.run([sys.executable, "-c", _COMPILE, path, str(t.num_warps)], capture_output=True, text=True)
+    env = dict(os.environ, TRITON_CACHE_DIR=os.path.join(folder, "cache", label))  # compile afresh, timed
+    child = subprocess.run([sys.executable, "-c", _COMPILE, path, str(t.num_warps)], capture_output=True, text=True,
+                           env=env)
     if child.returncode:
         raise SystemExit(f"row {label}: Triton could not compile the kernel:\n{child.stderr[-2000:]}")
     out = json.loads(child.stdout.strip().splitlines()[-1])
@@ -137,7 +144,8 @@ def measure(label: str, pallas: dict, folder: str) -> dict:
     products = t.tm * t.tn * kern.unit_kc
     return dict(row=label, tile=f"{t.tm}x{t.tn}", warps=t.num_warps, unit_kc=kern.unit_kc, regs=out["regs"],
                 stack=out["stack"], spill_ins=spills, sass=total, loop=body,
-                warp_ins_per_product=round(body * t.num_warps / products, 3), ir_lines=ir.count("\n"))
+                warp_ins_per_product=round(body * t.num_warps / products, 3), ir_lines=ir.count("\n"),
+                compile_s=round(out["seconds"], 2))
 
 
 def main() -> None:
@@ -155,14 +163,14 @@ def main() -> None:
     pallas = pallas_options(args.pallas)
     print(f"# sm_90 via Triton {version}; PallasOptions {pallas or 'defaults'}", flush=True)
     print(f"{'row':18s} {'tile':>6s} {'warps':>5s} {'regs':>4s} {'stack':>5s} {'spill ins':>9s} {'loop':>6s} "
-          f"{'warp ins/product':>16s}", flush=True)
+          f"{'warp ins/product':>16s} {'compile s':>9s}", flush=True)
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for label in args.rows:
             r = measure(label, pallas, folder)
             results.append(r)
             print(f"{label:18s} {r['tile']:>6s} {r['warps']:5d} {r['regs']:4d} {r['stack']:5d} {r['spill_ins']:9d} "
-                  f"{r['loop']:6d} {r['warp_ins_per_product']:16.3f}", flush=True)
+                  f"{r['loop']:6d} {r['warp_ins_per_product']:16.3f} {r['compile_s']:9.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(triton=version, pallas=pallas, rows=results), f, indent=1)

@@ -366,8 +366,10 @@ def test_options_resolve_and_validate():
     assert not pallas.kernel_for(spec, models.CDNA3(), cpu)
     t = pallas.tiling(lookup("smfmac_f32_16x16x128_fp8_fp8"), models.CDNA3(), gpu.pallas)
     assert (t.tm, t.tn, t.num_warps, t.vec3, t.float_combine, t.interpret) == (8, 64, 2, True, True, False)
+    mx = pallas.tiling(lookup("mfma_scale_f32_16x16x128_f8f6f4"), models.BlockScaled(), gpu.pallas)
+    assert (mx.tm, mx.tn, mx.num_warps, mx.group_loop) == (8, 32, 2, True)  # no spill (RESULTS.md)
     for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError),
-                     (dict(chain_run=3), ValueError)):
+                     (dict(chain_run=3), ValueError), (dict(group_loop=1), TypeError)):
         with pytest.raises(err, match=next(iter(bad))):
             PallasOptions(**bad)
     fp8 = lookup("smfmac_f32_16x16x128_fp8_fp8")  # rocjitsu's fp8 chain: runs of 4 columns

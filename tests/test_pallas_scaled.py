@@ -131,7 +131,8 @@ CASES = [
     pytest.param(SCALED16, 4, 1, (37, 300, 45), marks=pytest.mark.slow),  # FP4 x BF8 (Inf elements)
     pytest.param(SCALED32, 2, 3, (37, 300, 45), marks=pytest.mark.slow),  # FP6 x BF6, the 32x32 row: two groups a step
     pytest.param(SCALED16, 1, 4, (37, 300, 45), marks=pytest.mark.slow),
-    pytest.param(SCALED16, 0, 0, (37, 300, 45, "float_combine"), marks=pytest.mark.slow),  # add_float
+    pytest.param(SCALED16, 0, 0, (37, 300, 45, dict(float_combine=True)), marks=pytest.mark.slow),  # add_float
+    pytest.param(SCALED16, 0, 0, (37, 300, 45, dict(group_loop=False)), marks=pytest.mark.slow),  # groups unrolled
 ]
 
 
@@ -143,7 +144,7 @@ def test_scaled_gemm_pallas_equals_xla(rng, builtin, fa, fb, shape):
     a, b, c, sa, sb = _operands(rng, fa, fb, m, k, n)
     kw = dict(builtin=builtin, scale_a=sa, scale_b=sb, fmt_a=fa, fmt_b=fb)
     ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
-    pal = PAL if len(shape) == 3 else Options(backend="pallas", pallas=PallasOptions(interpret=True, float_combine=True))
+    pal = PAL if len(shape) == 3 else Options(backend="pallas", pallas=PallasOptions(interpret=True, **shape[3]))
     got = np.asarray(jwmma.gemm(a, b, c, options=pal, **kw))
     same = (ref.view(np.uint32) == got.view(np.uint32)) | (np.isnan(ref) & np.isnan(got))
     assert same.all(), np.argwhere(~same)[:5]

@@ -47,6 +47,10 @@ class PallasOptions:
         power of two that divides the chain's runs; None: the unit's whole chain unrolled, the
         default). The unrolled chain is the fastest steady kernel, and the largest program
         (Triton's compile of it dominates the first call); a loop keeps the program small.
+    group_loop: the block-scaled kernel's groups of one instruction (four of 32 products on the
+        16x16x128 MFMA) as a loop (None or True: the default) or unrolled (False). Same
+        instructions a product within 1 %, a quarter of the program: Triton compiles the MXFP8
+        kernel in a quarter of the time (benchmarks/kernel_regs.py).
     auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
         and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
     lowering: what lowers the kernels on a GPU: 'triton' (None: the default; deprecated in JAX
@@ -67,6 +71,7 @@ class PallasOptions:
     float_combine: bool | None = None
     float_round: bool | None = None
     chain_run: int | None = None
+    group_loop: bool | None = None
     auto: bool = False
     lowering: str | None = None
 
@@ -75,7 +80,7 @@ class PallasOptions:
             _pow2_or_none(name, getattr(self, name))
         if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int) or self.num_stages < 1:
             raise ValueError(f"PallasOptions.num_stages must be an int >= 1, got {self.num_stages!r}")
-        for name in ("interpret", "vec3", "float_combine", "float_round"):
+        for name in ("interpret", "vec3", "float_combine", "float_round", "group_loop"):
             v = getattr(self, name)
             if not (v is None or isinstance(v, bool)):
                 raise TypeError(f"PallasOptions.{name} must be None, True or False, got {v!r}")

@@ -201,7 +201,7 @@ def tiling(spec, model, popts: PallasOptions):
     return Tiling(tm=popts.tm or tm, tn=popts.tn or tn, num_warps=popts.num_warps or warps,
                   num_stages=popts.num_stages, interpret=bool(popts.interpret), reload=popts.reload,
                   float_combine=fc, float_round=fr, vec3=vec3, gather=popts.gather, lowering=lowering,
-                  chain_run=popts.chain_run)
+                  chain_run=popts.chain_run, group_loop=popts.group_loop is not False)
 
 
 def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tiling=None):
@@ -226,7 +226,8 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
         kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
     elif fam == "scaled":
         kern = scaled.make_step(spec, model, ctx, float_combine=tiling.float_combine,
-                                vec3=tiling.lowering == "triton")  # Mosaic GPU has no 3-D register layout
+                                vec3=tiling.lowering == "triton",  # Mosaic GPU has no 3-D register layout
+                                loop=tiling.group_loop)
     else:
         raise ValueError(f"no Pallas kernel for model {model.describe()}")
     # dense builtins: the driver reads dense A and B as the XLA step does (driver module doc)

@@ -61,6 +61,7 @@ class Tiling:
     vec3: bool = False  # fused groups: 3-D (tm, blocks, tn) tensors and axis reductions
     gather: bool = False  # fused groups, sparse 3-D form: B rows by a gather load at the 2:4 positions
     chain_run: int | None = None  # fma_chain: products per loop iteration (None: the chain unrolled)
+    group_loop: bool = True  # block-scaled: the groups of a unit as a loop
     #: the kernel is lowered inside x64_scope, so its loops may count in int64 (`kernel_lib.fori`;
     #: the families that run faster so say so in `Kernel.wide_loops`)
     wide_loops: bool = False

@@ -118,7 +118,8 @@ def add_float(S, unit, acc):
     return lax.cond(kl.tile_any(tiny), lambda: add_exact(S, unit, acc), fast)
 
 
-def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = False, vec3: bool = True) -> Kernel:
+def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = False, vec3: bool = True,
+              loop: bool = True) -> Kernel:
     """`driver.Kernel` of ``model`` on the block-scaled ``spec`` (`applies` must hold): one unit
     per instruction; ``float_combine``: `add_float` instead of `add_exact`; ``vec3``: the group
     sums on 3-D tensors (`fused.group_sum3`), else in the 2-D form (`fused.group_sum`, the Mosaic
@@ -133,24 +134,31 @@ def make_step(spec, model: BlockScaled, ctx: Context, *, float_combine: bool = F
     nan_scale = model.nan_scale == "nan"
     add = add_float if float_combine else add_exact
 
+    def group(v, cols, fin, bad):
+        """One group added to the finite sum ``fin``; ``bad``: a NaN scale seen."""
+        S, et = fused.group_sum3(plan, v, cols) if vec3 else fused.group_sum(plan, (v, v), cols)
+        sa = (v.a_col(cols[0]) >> 8) & 0xFF  # (tm, 1): the group's scale block
+        sb = (v.b_row(cols[0]) >> 8) & 0xFF  # (1, tn)
+        fin = add(S, et + (sa - E8M0_BIAS) + (sb - E8M0_BIAS) - F, fin)
+        if nan_scale:
+            bad = bad | (sa == E8M0_NAN) | (sb == E8M0_NAN)
+        return fin, bad
+
     def step(view, acc):
         cf0 = kl.decode(F32, acc, with_val=False)
         fin = jnp.where(cf0.nan | cf0.inf, 0, acc)  # C's specials are decided at the end
-        bad = None
-        for cols in groups:
-            S, et = fused.group_sum3(plan, view, cols) if vec3 else fused.group_sum(plan, (view, view), cols)
-            sa = (view.a_col(cols[0]) >> 8) & 0xFF  # (tm, 1): the group's scale block
-            sb = (view.b_row(cols[0]) >> 8) & 0xFF  # (1, tn)
-            fin = add(S, et + (sa - E8M0_BIAS) + (sb - E8M0_BIAS) - F, fin)
-            if nan_scale:
-                b = (sa == E8M0_NAN) | (sb == E8M0_NAN)
-                bad = b if bad is None else bad | b
+        bad = jnp.zeros(fin.shape, jnp.bool_)
+        if loop:  # one traced group, its columns g further on each iteration
+            fin, bad = kl.fori(len(groups), lambda i, x: group(view.shifted(i * g), groups[0], *x), (fin, bad))
+        else:
+            for cols in groups:
+                fin, bad = group(view, cols, fin, bad)
         sa_sum, sb_sum = view.summaries()
         every = list(range(spec.kc))
         out = lax.cond(sa_sum.special | sb_sum.special,
                        lambda: fused.finish(fin, cf0, fused.product_flags(plan, view, every)[:3]),
                        lambda: fused.finish(fin, cf0))
-        return out if bad is None else jnp.where(bad, fused.QNAN_F32, out)
+        return jnp.where(bad, fused.QNAN_F32, out) if nan_scale else out
 
     fa, fb = ctx.a, ctx.b
     return Kernel(step, spec.kc, (fa, fb), (16, 16, False), a_word=lambda x: plan.word(fa, x),
