@@ -133,6 +133,7 @@ class StepView:
         self.rows_per_col = 1 if dense else 2
         self.a0 = u * unit_kc
         self.b0 = u * (self.rows_per_col * unit_kc)
+        self._loaded = None  # `caching`: (ref, static index) -> its column or row
 
     def summaries(self):
         """(Summary of the unit's A tile, Summary of its B tile): scalars, no reduction."""
@@ -155,6 +156,17 @@ class StepView:
         unit keep kernels small)."""
         v = copy.copy(self)  # the same kind of view (`mosaic.MosaicView` too), refs shared
         v.a0, v.b0 = self.a0 + dc, self.b0 + self.rows_per_col * dc
+        v._loaded = None if self._loaded is None else {}
+        return v
+
+    def caching(self):
+        """The same unit, each column and row of a static index loaded once however often it
+        is read (for a kernel that reads them in both passes of a group). Triton's compile
+        time grows with its loads times the program (its coalescing pass walks each load's
+        slice of it); a (tm, 1) or (1, tn) value costs few registers to keep, but values
+        kept across a whole step can spill (the gfx12 kernel's did: not used there)."""
+        v = self.shifted(0)
+        v._loaded = {}
         return v
 
     def row0(self, c):
@@ -181,10 +193,18 @@ class StepView:
         return jnp.where((c & 1) == 0, rows[0], rows[1])  # not c % 2: Triton cannot lower an i64 rem
 
     def _col(self, name, c):
-        return self.refs[name][:, pl.ds(self.a0 + c, 1)].astype(jnp.int32)
+        return self._once((name, "col", c), lambda: self.refs[name][:, pl.ds(self.a0 + c, 1)].astype(jnp.int32))
 
     def _row(self, name, k):
-        return self.refs[name][pl.ds(self.b0 + k, 1), :].astype(jnp.int32)
+        return self._once((name, "row", k), lambda: self.refs[name][pl.ds(self.b0 + k, 1), :].astype(jnp.int32))
+
+    def _once(self, key, load):
+        """``load()``, or for a `caching` view and a static index the value it loaded before."""
+        if self._loaded is None or not isinstance(key[2], int):
+            return load()
+        if key not in self._loaded:
+            self._loaded[key] = load()
+        return self._loaded[key]
 
     def a_col(self, c):
         """(tm, 1) int32 A codes of compressed column c of the unit."""

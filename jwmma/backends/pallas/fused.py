@@ -122,6 +122,8 @@ def group_sum(plan: Plan, views, cols):
     decoded column and row of the group live across passes (register pressure)."""
     F = plan.model.frac_bits
     dt = jnp.int64 if plan.wide else jnp.int32
+    if views[1] is views[0]:  # one load of each column and row the two passes share
+        views = (views[0].caching(),) * 2
     halves = _halves(cols, plan.two)
     half_of = {c: h for h, hc in enumerate(halves) for c in hc}
     blocks = sorted({c // 2 for c in cols})
