@@ -4,8 +4,9 @@ registers, spills and instructions per product (RESULTS.md "Kernels compiled off
     pip install triton            # (Linux x86-64 wheels carry ptxas and cuobjdump); no GPU needed
     python benchmarks/kernel_regs.py                                   # every row that runs a kernel
     python benchmarks/kernel_regs.py --rows mxfp8_cdna4_mx --pallas tm=8 tn=32 num_warps=2
+    python benchmarks/kernel_regs.py --rows smfmac_f32_16x16x64_bf16:exact
 
-Each row (`rows.ROWS`, this folder's shared rows) is lowered as ``jwmma.gemm`` lowers it for a GPU
+Each row (`rows.ROWS`, this folder's shared rows, or ``builtin:model``) is lowered as ``jwmma.gemm`` lowers it for a GPU
 (``backend='pallas'``, ``platform='gpu'``, `jax.export` for CUDA under an abstract H200): JAX
 writes the kernel's Triton IR, which this script keeps. A child process then compiles that IR
 with the installed Triton for sm_90 (``num_warps`` of the row's tiling, one stage) and reads
@@ -40,7 +41,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rows import ROWS, operands  # noqa: E402  (this folder: the shared rows)
+from rows import Row, operands, row_of  # noqa: E402  (this folder: the shared rows)
 
 #: rows whose default model has a Pallas kernel (the float rows `backend='auto'` runs on it, and
 #: the integer ones it leaves to XLA)
@@ -95,7 +96,8 @@ def triton_ir(label: str, pallas: dict) -> tuple[str, object, object]:
     from jwmma.backends import pallas as kernels
     from jwmma.engine.step import context
 
-    row = ROWS[label]
+    builtin, _, model = label.partition(":")
+    row = Row(builtin, model) if model else row_of(label)
     spec = row.spec
     a, b, c, kw = operands(row, 64, 128, 4 * spec.k)
     opts = (kw.pop("options", None) or jwmma.Options()).replace(backend="pallas", platform="gpu",
@@ -150,7 +152,8 @@ def measure(label: str, pallas: dict, folder: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", nargs="*", default=DEFAULT_ROWS, help="labels of rows.ROWS")
+    ap.add_argument("--rows", nargs="*", default=DEFAULT_ROWS,
+                    help="labels of rows.ROWS, builtin names, or builtin:model")
     ap.add_argument("--pallas", nargs="*", metavar="NAME=VALUE", help="PallasOptions fields for every row")
     ap.add_argument("--json", metavar="FILE", help="also write the results here")
     args = ap.parse_args()
@@ -162,14 +165,15 @@ def main() -> None:
 
     pallas = pallas_options(args.pallas)
     print(f"# sm_90 via Triton {version}; PallasOptions {pallas or 'defaults'}", flush=True)
-    print(f"{'row':18s} {'tile':>6s} {'warps':>5s} {'regs':>4s} {'stack':>5s} {'spill ins':>9s} {'loop':>6s} "
+    w = max(18, *(len(label) for label in args.rows))
+    print(f"{'row':{w}s} {'tile':>6s} {'warps':>5s} {'regs':>4s} {'stack':>5s} {'spill ins':>9s} {'loop':>6s} "
           f"{'warp ins/product':>16s} {'compile s':>9s}", flush=True)
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for label in args.rows:
             r = measure(label, pallas, folder)
             results.append(r)
-            print(f"{label:18s} {r['tile']:>6s} {r['warps']:5d} {r['regs']:4d} {r['stack']:5d} {r['spill_ins']:9d} "
+            print(f"{label:{w}s} {r['tile']:>6s} {r['warps']:5d} {r['regs']:4d} {r['stack']:5d} {r['spill_ins']:9d} "
                   f"{r['loop']:6d} {r['warp_ins_per_product']:16.3f} {r['compile_s']:9.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -368,6 +368,9 @@ def test_options_resolve_and_validate():
     assert (t.tm, t.tn, t.num_warps, t.vec3, t.float_combine, t.interpret) == (8, 64, 2, True, True, False)
     mx = pallas.tiling(lookup("mfma_scale_f32_16x16x128_f8f6f4"), models.BlockScaled(), gpu.pallas)
     assert (mx.tm, mx.tn, mx.num_warps, mx.group_loop) == (8, 32, 2, True)  # no spill (RESULTS.md)
+    ex16 = pallas.tiling(lookup("smfmac_f32_16x16x64_bf16"), models.Exact(), gpu.pallas)
+    ex8 = pallas.tiling(lookup("smfmac_f32_16x16x128_fp8_fp8"), models.Exact(), gpu.pallas)
+    assert (ex16.tm, ex16.tn, ex16.num_warps, ex8.tm, ex8.tn) == (16, 32, 4, 32, 64)  # 16-bit exact: no spill
     for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError),
                      (dict(chain_run=3), ValueError), (dict(group_loop=1), TypeError)):
         with pytest.raises(err, match=next(iter(bad))):

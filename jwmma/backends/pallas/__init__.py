@@ -101,7 +101,9 @@ AUTO = {
 #: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
 #: of the H200 sweeps (benchmarks/RESULTS.md "Pallas backend"); any tile gives the same bits.
 #: Unlisted (bf16 fused groups, which take the 2-D integer-alignment kernel; fp8 gfx12; the
-#: other families): (32, 64) with 4 warps
+#: other families): (32, 64) with 4 warps. The block-scaled and 16-bit `exact` tiles were
+#: chosen by registers and spills of the kernels compiled offline (benchmarks/kernel_regs.py),
+#: not yet by an H200 timing
 TILES = {
     ("fused", "8bit"): (8, 64, 2),  # 6.5e11 at 4096 x 4096 x 8192 (16 x 64 x 4: 4.1e11)
     ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
@@ -110,6 +112,12 @@ TILES = {
     # 8 x 64 with 2 warps ptxas spilled 2920 bytes a thread (sm_90, Triton 3.9 offline:
     # benchmarks/kernel_regs.py); 8 x 32 holds it in 168 registers with no spill
     ("scaled", "8bit"): (8, 32, 2),
+    # `exact` on 16-bit operands: at 32 x 64 the kernel spilled 2.5-3.8 KB a thread; 16 x 32
+    # holds it with at most 16 bytes, half the instructions a
+    # product (sparse bf16 2.69 -> 2.25 warp instructions) and half Triton's compile (same
+    # measure as the MX tile). fp8 `exact` keeps 32 x 64 (168 registers, no spill; timed)
+    ("exact", "bf16"): (16, 32, 4),
+    ("exact", "f16"): (16, 32, 4),
 }
 
 
