@@ -77,6 +77,7 @@ SLOW = [
     ("swmmac_bf16_16x16x32_bf16_w32", models.FMAChain(nan="propagate"), {}),  # RNE narrowing of a NaN word
     ("smfmac_f32_16x16x128_bf8_fp8", models.FMAChain(order="register"), {}),  # canonical NaN
     ("smfmac_f32_16x16x128_fp8_fp8", "fma_chain", dict(chain_run=4)),  # the chain as a loop over runs of 4
+    ("smfmac_f32_16x16x128_fp8_bf8", "fma_chain", dict(chain_run=16)),  # segments of 16 based at 0, 4, 32, 36
     ("swmmac_bf16_16x16x32_bf16_w32", "fma_chain", dict(chain_run=2)),  # bf16: the tile-wide slow path beside it
     ("smfmac_f32_16x16x64_bf16", "fma_chain", dict(chain_run=8)),  # compressed order, f32 units of 16
     ("smfmac_i32_16x16x128_i8", None, {}),
@@ -377,10 +378,10 @@ def test_options_resolve_and_validate():
             PallasOptions(**bad)
     fp8 = lookup("smfmac_f32_16x16x128_fp8_fp8")  # rocjitsu's fp8 chain: runs of 4 columns
     chain = models.resolve("fma_chain", context(fp8), fp8.default_model)
-    for run, why in ((8, "no runs of 8 consecutive columns, its longest are 4; use chain_run=4"),
-                     (1, "at least 2")):
-        with pytest.raises(ValueError, match=why):
-            pallas.make_kernel(fp8, chain, tiling=pallas.tiling(fp8, chain, PallasOptions(chain_run=run)))
+    with pytest.raises(ValueError, match="at least 2"):
+        pallas.make_kernel(fp8, chain, tiling=pallas.tiling(fp8, chain, PallasOptions(chain_run=1)))
+    for run in (2, 4, 8, 16, 32):  # runs of 4 at a stride of 8: one pattern repeated at every size
+        pallas.make_kernel(fp8, chain, tiling=pallas.tiling(fp8, chain, PallasOptions(chain_run=run)))
     with pytest.raises(TypeError, match="pallas"):
         Options(pallas={"tm": 16})
 
@@ -410,6 +411,13 @@ def test_rocjitsu_chain_has_a_kernel():
     assert chain_runs(order) == (2, tuple(order[0::2])) and chain_runs(order)[1][:4] == (0, 2, 8, 10)
     with pytest.raises(ValueError, match="runs of 2"):
         chain_runs((1, 0, 2, 3))
+    from jwmma.backends.pallas.fma_chain import chain_segments
+
+    assert chain_segments(order, 16) == ((0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27), (0, 4, 32, 36))
+    assert chain_segments((0, 1, 2, 3, 6, 7, 4, 5), 2) == ((0, 1), (0, 2, 6, 4))
+    for bad, n in (((0, 1, 2, 3, 6, 7, 4, 5), 4), ((0, 1, 2, 3), 3), ((2, 3, 0, 1), 1), ((1, 2, 3, 4), 2)):
+        with pytest.raises(ValueError, match="pattern|segments"):
+            chain_segments(bad, n)
 
 
 def _chain_nan_case(builtin, seed=9):

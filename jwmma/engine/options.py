@@ -44,9 +44,12 @@ class PallasOptions:
         f32 conversion; the sparse 3-D fused kernel loads each product's B row by its 2:4
         position, one gather load, instead of four candidate rows and a select chain).
     chain_run: the `fma_chain` kernel's products per iteration of a loop over the chain (a
-        power of two that divides the chain's runs; None: the unit's whole chain unrolled, the
-        default). The unrolled chain is the fastest steady kernel, and the largest program
-        (Triton's compile of it dominates the first call); a loop keeps the program small.
+        power of two such that the chain's order is one pattern of that many products
+        repeated: any for an order of consecutive columns, 2 to 32 for rocjitsu's fp8 order;
+        None: 16 where the order allows, else the unit unrolled; the unit's length: unrolled).
+        Compiled offline for sm_90, segments of 16 take fewer instructions than the unrolled
+        64-product fp8 unit, which spilled, and a seventh of its compile (the first call's
+        largest part); not yet timed on a GPU.
     group_loop: the block-scaled kernel's groups of one instruction (four of 32 products on the
         16x16x128 MFMA) as a loop (None or True: the default) or unrolled (False). Same
         instructions a product within 1 %, a quarter of the program: Triton compiles the MXFP8

@@ -29,9 +29,11 @@ model's bits: then no result is subnormal (an exact sum of a multiple of 2**-102
 accumulator >= 2**-126 that is below 2**-126 is zero), so flushing (XLA CPU) cannot change
 anything, and IEEE signed zeros and special values (Inf * 0, Inf - Inf) come from the
 hardware. A multiply-add contracted to an FMA by the compiler gives the same bits (the
-product is exact). The fast path is unrolled over the unit by default (the fastest steady
-kernel, and the largest program: 64 products for the CDNA4 fp8 rows); ``PallasOptions(
-chain_run=n)`` runs it as a loop over runs of n products instead (a third of the program).
+product is exact). The fast path is a loop over segments of n products of the unit, where the
+chain's order is one pattern of n products repeated (`chain_segments`; n = `DEFAULT_RUN`, or
+``PallasOptions(chain_run=n)``), else unrolled over the unit: the unrolled 64-product fp8
+unit spilled registers and took 40 s to compile (`DEFAULT_RUN`); a chain_run of the unit's
+length unrolls it.
 
 Slow path (tile-wide `lax.cond`): a subnormal accumulator at the start of the unit (its value
 must survive additions of zero products, which a flushing add would lose) or bf16 products
@@ -53,7 +55,7 @@ from .driver import Kernel
 from .f64 import f64_of_fields, round_f64, round_to_odd, two_sum
 from .rounding32 import round_to_format32
 
-__all__ = ["f32_bits_to_format", "chain_runs", "make_step"]
+__all__ = ["f32_bits_to_format", "chain_runs", "chain_segments", "make_step"]
 
 QNAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 QUIET = 0x00400000
@@ -101,9 +103,33 @@ def chain_runs(order, g: int = 2):
     raise ValueError(f"the fma_chain kernel needs a chain order of runs of {g} columns, got {order}")
 
 
-def _has_runs(order, g: int) -> bool:
+#: products per iteration of the fast path's loop by default (`PallasOptions.chain_run`). For
+#: rocjitsu's 64-product fp8 unit (sm_90, Triton 3.9 offline, benchmarks/kernel_regs.py):
+#: unrolled, 376 bytes spilled a thread, about 9100 SASS instructions executed a unit and 40 s
+#: of Triton compile; segments of 16: no spill, about 8500, 5.7 s; of 4: 10600, 2.6 s
+DEFAULT_RUN = 16
+
+
+def chain_segments(order, n: int):
+    """(pattern, bases): the chain ``order`` cut into segments of n products that are one
+    pattern of whole 2:4 blocks shifted: segment i is ``bases[i] + pattern`` (bases even).
+    Runs of n consecutive columns are the simplest case (pattern 0..n-1); rocjitsu's fp8
+    order, runs of 4 at a stride of 8, is also one pattern repeated for n = 8, 16 or 32.
+    ValueError where the order is no such repetition."""
+    order = tuple(order)
+    if n < 2 or n % 2 or len(order) % n:
+        raise ValueError(f"the chain's {len(order)} products cannot be cut into segments of {n}")
+    segs = [order[i:i + n] for i in range(0, len(order), n)]
+    pattern = tuple(c - segs[0][0] for c in segs[0])
+    whole = all(pattern[i] % 2 == 0 and pattern[i + 1] == pattern[i] + 1 for i in range(0, n, 2))
+    if not whole or any(s[0] % 2 or tuple(c - s[0] for c in s) != pattern for s in segs):
+        raise ValueError(f"the chain order is not one pattern of {n} products repeated: {order}")
+    return pattern, tuple(s[0] for s in segs)
+
+
+def _has_segments(order, n: int) -> bool:
     try:
-        chain_runs(order, g)
+        chain_segments(order, n)
     except ValueError:
         return False
     return True
@@ -143,17 +169,19 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     kc = min(spec.kc, 16) if fc == F32 and declared is None else spec.kc
     order = tuple(range(kc)) if declared is None else declared
     g, bases = chain_runs(order)
-    loop = None  # (run, its bases): the fast path's loop, or None: unrolled
+    if run is None:  # the default: segments of DEFAULT_RUN where the order repeats so, else unrolled
+        run = DEFAULT_RUN if DEFAULT_RUN < len(order) and _has_segments(order, DEFAULT_RUN) else None
+    loop = None  # (pattern, bases): the fast path's loop over segments, or None: unrolled
     if run is not None and run < len(order):
         if run < 2:
             raise ValueError(f"PallasOptions.chain_run must be at least 2 (whole 2:4 blocks), got {run}")
         try:
-            loop = chain_runs(order, run)
+            loop = chain_segments(order, run)
         except ValueError:
-            longest = max(r for r in (2, 4, 8, 16, 32) if r < run and _has_runs(order, r))
+            fits = [r for r in (2, 4, 8, 16, 32) if r < len(order) and _has_segments(order, r)]
             raise ValueError(f"PallasOptions.chain_run={run}: this chain's order (a unit of {len(order)} compressed "
-                             f"columns) has no runs of {run} consecutive columns, its longest are {longest}; use "
-                             f"chain_run={longest} or less, or None") from None
+                             f"columns) is not one pattern of {run} products repeated; it is for chain_run in "
+                             f"{fits}, or None") from None
     propagate = model.nan == "propagate"
     # operands that are f32 values (all of them normal, except bf16 subnormals)
     both_f32 = all(kl.exactly_f32(f) or f == BF16 for f in (fa, fb))
@@ -197,8 +225,9 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
         if loop is None:
             acc = products(view, order, acc)
         else:
-            n, run_bases = loop
-            acc = kl.fori(len(run_bases), lambda t, x: products(_run_view(view, n, run_bases, t), range(n), x), acc)
+            pattern, seg_bases = loop
+            n = len(pattern)
+            acc = kl.fori(len(seg_bases), lambda t, x: products(_run_view(view, n, seg_bases, t), pattern, x), acc)
         return lax.bitcast_convert_type(acc, jnp.int32)
 
     def slow(view, bits):
