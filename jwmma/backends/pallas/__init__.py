@@ -109,13 +109,13 @@ TILES = {
     ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
     ("gfx12", "f16"): (16, 64, 4),  # 5.0e11 (32 x 64 x 4: 4.8e11)
     # block-scaled: half the fused 8-bit tile. Its groups of 32 make (8, 16, 64) tensors, and at
-    # 8 x 64 with 2 warps ptxas spilled 2920 bytes a thread (sm_90, Triton 3.9 offline:
+    # 8 x 64 with 2 warps ptxas spilled about 2.9 KB a thread (sm_90, Triton 3.9 offline:
     # benchmarks/kernel_regs.py); 8 x 32 holds it in 168 registers with no spill
     ("scaled", "8bit"): (8, 32, 2),
     # `exact` on 16-bit operands: at 32 x 64 the kernel spilled 2.5-3.8 KB a thread; 16 x 32
-    # holds it with at most 16 bytes, half the instructions a
-    # product (sparse bf16 2.69 -> 2.25 warp instructions) and half Triton's compile (same
-    # measure as the MX tile). fp8 `exact` keeps 32 x 64 (168 registers, no spill; timed)
+    # holds it with at most 16 bytes, fewer instructions a product (sparse bf16 2.66 -> 2.29
+    # warp instructions) and half Triton's compile (the same measure). fp8 `exact` keeps
+    # 32 x 64 (168 registers, no spill; timed)
     ("exact", "bf16"): (16, 32, 4),
     ("exact", "f16"): (16, 32, 4),
 }

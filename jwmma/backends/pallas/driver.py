@@ -60,7 +60,7 @@ class Tiling:
     float_round: bool = False  # gfx12: f32 results by an int -> f32 conversion
     vec3: bool = False  # fused groups: 3-D (tm, blocks, tn) tensors and axis reductions
     gather: bool = False  # fused groups, sparse 3-D form: B rows by a gather load at the 2:4 positions
-    chain_run: int | None = None  # fma_chain: products per loop iteration (None: the chain unrolled)
+    chain_run: int | None = None  # fma_chain: products per loop iteration (None: `fma_chain.DEFAULT_RUN`)
     group_loop: bool = True  # block-scaled: the groups of a unit as a loop
     #: the kernel is lowered inside x64_scope, so its loops may count in int64 (`kernel_lib.fori`;
     #: the families that run faster so say so in `Kernel.wide_loops`)
