@@ -40,8 +40,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
 from rows import Row, operands, row_of  # noqa: E402  (this folder: the shared rows)
+
+_TESTS = os.path.join(_HERE, "..", "tests")  # pallas_support.abstract_gpu, shared with the kernel tests
 
 #: rows whose default model has a Pallas kernel (the float rows `backend='auto'` runs on it, and
 #: the integer ones it leaves to XLA)
@@ -115,7 +118,8 @@ def triton_ir(label: str, pallas: dict) -> tuple[str, object, object]:
     def gemm(a, b, c):
         return jwmma.gemm(a, b, c, builtin=spec.name, model=row.model, options=opts, **kw)
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    if _TESTS not in sys.path:
+        sys.path.insert(0, _TESTS)
     from pallas_support import abstract_gpu  # the abstract H200 the kernel tests lower for
 
     lowering.lower_jaxpr_to_triton_module = keep
