@@ -177,7 +177,7 @@ def group_sum3(plan: Plan, view, cols, gather: bool = False):
     a0, b0 = view.a0 + cols[0], view.row0(cols[0])
     rows = lambda r, stride: view.refs["bw"][pl.ds(b0 + r, nb, stride=stride), :].astype(jnp.int32)[None]  # noqa: E731
     cand = None if view.dense or gather else [rows(r, 4) for r in range(4)]
-    et, words = [], []
+    et, words, s = [], [], []
     for slot in (0, 1):
         wa = view.refs["aw"][:, pl.ds(a0 + slot, nb, stride=2)].astype(jnp.int32)
         if view.dense:  # slot s of block j multiplies dense row 2j + s: (1, nb, tn), no select
@@ -193,18 +193,24 @@ def group_sum3(plan: Plan, view, cols, gather: bool = False):
         e = ((wa & kl.EXP_MASK) - 2 * kl.EXP_OFFSET)[:, :, None] + (w & kl.EXP_MASK)
         et.append(jnp.max(e, axis=1))
         words.append((wa, w))
+        if plan.two:  # this slot's half is summed now: one slot's (tm, nb, tn) words live at a time
+            s.append(_aligned_sum3(F, wa, w, et[-1]))
     if not plan.two:
         et = [jnp.maximum(et[0], et[1])] * 2
-    s = []
-    for h, (wa, w) in enumerate(words):
-        scale = kl.pow2_f32(jnp.clip(F - et[h], -126, 127))[:, None, :]
-        va = lax.bitcast_convert_type(wa & ~kl.EXP_MASK, jnp.float32)[:, :, None]
-        vb = lax.bitcast_convert_type(w & ~kl.EXP_MASK, jnp.float32)
-        s.append(jnp.sum(((va * vb) * scale).astype(jnp.int32), axis=1, dtype=jnp.int32))
+        s = [_aligned_sum3(F, wa, w, et[h]) for h, (wa, w) in enumerate(words)]
     if not plan.two:
         return s[0] + s[1], et[0]
     es = jnp.maximum(et[0], et[1])
     return (s[0] >> jnp.minimum(es - et[0], 31)) + (s[1] >> jnp.minimum(es - et[1], 31)), es
+
+
+def _aligned_sum3(F: int, wa, w, et):
+    """Sum over the middle axis of the products of A words (tm, nb) and B words (tm or 1, nb,
+    tn), each truncated at 2**(et - F) (`group_sum3`'s pass 2)."""
+    scale = kl.pow2_f32(jnp.clip(F - et, -126, 127))[:, None, :]
+    va = lax.bitcast_convert_type(wa & ~kl.EXP_MASK, jnp.float32)[:, :, None]
+    vb = lax.bitcast_convert_type(w & ~kl.EXP_MASK, jnp.float32)
+    return jnp.sum(((va * vb) * scale).astype(jnp.int32), axis=1, dtype=jnp.int32)
 
 
 def _align_int(plan: Plan, wa, ea, w, et, dt):
