@@ -43,12 +43,28 @@ def dense_a(a, pos):
     return d.reshape(*a.shape[:-1], 2 * a.shape[-1])
 
 
+#: int8 matrix products take K in multiples of this (`int_dot`)
+_INT8_K = 16
+
+
 def int_dot(a, b, int8: bool = False):
     """a (..., M, K) @ b (..., K, N) of integer values with int32 accumulation (wrapping mod
     2**32); ``int8``: the caller knows every value fits int8, and the operands go in as int8
     (integer tensor cores on GPUs)."""
     if int8:
         a, b = a.astype(jnp.int8), b.astype(jnp.int8)
+        # XLA:GPU (JAX 0.11.2 on an H100) returned wrong sums for int8 operands of K = 3, 5,
+        # 13 and 53 (nearly every output; K = 1, 67 and multiples of 4 were right), and for a
+        # GEMM whose K = 53 operands were padded to 64 by zeros before the dot (the padding
+        # fused into the product; benchmarks/RESULTS.md). Zero columns of A and rows of B,
+        # exact for integers, make K a multiple of _INT8_K, and the barrier hands the product
+        # whole operands (nothing fuses into it)
+        k = a.shape[-1]
+        extra = -k % _INT8_K
+        if extra:
+            a = jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, extra)])
+            b = jnp.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, extra), (0, 0)])
+        a, b = lax.optimization_barrier((a, b))
     return jnp.matmul(a, b, preferred_element_type=jnp.int32, precision=lax.Precision.HIGHEST)
 
 
