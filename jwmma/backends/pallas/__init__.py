@@ -100,15 +100,15 @@ AUTO = {
 
 #: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
 #: of the H200 sweeps (benchmarks/RESULTS.md "Pallas backend"); any tile gives the same bits.
-#: Unlisted (bf16 fused groups, which take the 2-D integer-alignment kernel; fp8 gfx12; the
-#: other families): (32, 64) with 4 warps. The block-scaled and 16-bit `exact` tiles were
-#: chosen by registers and spills of the kernels compiled offline (benchmarks/kernel_regs.py);
-#: the block-scaled one then ran MXFP8 at 1.1e12 on an H200 (5.5e11 at 8 x 64); the 16-bit
-#: `exact` one is not yet timed
+#: A key with a third entry 'dense' is the dense builtins' tile where it differs. Unlisted
+#: (fp8 gfx12; the other families): (32, 64) with 4 warps. The block-scaled and 16-bit `exact`
+#: tiles were chosen by registers and spills of the kernels compiled offline
+#: (benchmarks/kernel_regs.py), then timed on an H200 (MXFP8 1.1e12, 5.5e11 at 8 x 64) and an
+#: H100 (sparse bf16 `exact` 820 ms, 1346 ms at 32 x 64); the 16-bit fused and gfx12 tiles by
+#: an H100 sweep at 8192^3 (RESULTS.md "The H100 on 2026-12-05")
 TILES = {
     ("fused", "8bit"): (8, 64, 2),  # 6.5e11 at 4096 x 4096 x 8192 (16 x 64 x 4: 4.1e11)
     ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
-    ("gfx12", "f16"): (16, 64, 4),  # 5.0e11 (32 x 64 x 4: 4.8e11)
     # block-scaled: half the fused 8-bit tile. Its groups of 32 make (8, 16, 64) tensors, and at
     # 8 x 64 with 2 warps ptxas spilled about 2.9 KB a thread (sm_90, Triton 3.9 offline:
     # benchmarks/kernel_regs.py); 8 x 32 holds it in 168 registers with no spill
@@ -119,6 +119,18 @@ TILES = {
     # 32 x 64 (168 registers, no spill; timed)
     ("exact", "bf16"): (16, 32, 4),
     ("exact", "f16"): (16, 32, 4),
+    # bf16 fused groups (the 2-D integer-alignment kernel): at 32 x 64 x 4 it held 255
+    # registers with a spill; 8 x 32 x 2 holds 96-128 and ran 1.26x (sparse) and 1.41x (dense
+    # MFMA) faster on an H100
+    ("fused", "bf16"): (8, 32, 2),
+    # gfx12 16-bit: 8 x 32 x 2 ran sparse f16 1.20x and bf16 1.25x faster than 16 x 64 x 4 and
+    # 32 x 64 x 4; the dense f16 WMMA 3 % slower, so it keeps its tile
+    ("gfx12", "f16"): (8, 32, 2),
+    ("gfx12", "bf16"): (8, 32, 2),
+    ("gfx12", "f16", "dense"): (16, 64, 4),  # the dense f16 WMMA: 801 ms (8 x 32 x 2: 829 ms)
+    # the dense bf16 WMMA: not timed; its tile before (offline at 8 x 32 x 2: 1.6x the
+    # instructions a product, as the dense f16 one)
+    ("gfx12", "bf16", "dense"): (32, 64, 4),
 }
 
 
@@ -200,7 +212,9 @@ def tiling(spec, model, popts: PallasOptions):
                          "gather and float_combine are Triton variants (3-D tensors, which Mosaic GPU has no register "
                          "layout for; float64 floor, which it does not lower)")
     vec3 = (fam == "fused" and lowering == "triton") if popts.vec3 is None else popts.vec3
-    tm, tn, warps = TILES.get((fam, _kind(spec)), (32, 64, 4)) if (fam != "fused" or vec3) else (32, 64, 4)
+    key = (fam, _kind(spec))
+    tile = TILES.get(key + ("dense",), TILES.get(key, (32, 64, 4))) if spec.dense else TILES.get(key, (32, 64, 4))
+    tm, tn, warps = tile if (fam != "fused" or vec3) else (32, 64, 4)
     if lowering == "mosaic":  # one warpgroup's (64-row) register tile
         tm, tn = MOSAIC_TILES.get(fam, MOSAIC_TILE)
     fc = (fam == "fused" and lowering == "triton") if popts.float_combine is None else popts.float_combine
