@@ -1,6 +1,7 @@
 """Single builtin calls over many waves with device-resident registers (RESULTS.md "Final H200 run").
 
     python benchmarks/bench_calls.py --waves 65536 --rows fp8:cdna3 fp8:exact f16:gfx12_dot4
+    python benchmarks/bench_calls.py --waves 65536 --backend pallas     # each wave on the Pallas kernels
 
 Rate = emulated multiply-adds = compressed products (waves x M x N x K/2) per second, the
 unit of benchmarks/RESULTS.md;
@@ -30,6 +31,9 @@ def main():
     ap.add_argument("--waves", type=int, default=65536)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--mmasim", action="store_true", help="also time MMA-Sim on the cdna3 rows (CPU, about a minute each)")
+    ap.add_argument("--backend", choices=("auto", "xla", "pallas"), default=None,
+                    help="the calls' backend (default: the options' own, 'auto'); 'pallas' runs each wave's "
+                         "instruction on the family's kernel (jwmma.backends.pallas.call_kernel)")
     args = ap.parse_args()
     print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
     for row in args.rows:
@@ -44,9 +48,10 @@ def main():
         regs = jax.block_until_ready([jax.device_put(r) for r in (
             jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))])
         fn = getattr(jwmma, name)
-        sec = timed(lambda: fn(*regs, model=model), args.repeat).median
+        kw = {} if args.backend is None else {"backend": args.backend}
+        sec = timed(lambda: fn(*regs, model=model, **kw), args.repeat).median
         macs = args.waves * spec.m * spec.n * spec.kc
-        out = dict(row=row, builtin=name, seconds=sec, mac_per_s=macs / sec)
+        out = dict(row=row, builtin=name, backend=args.backend or "auto", seconds=sec, mac_per_s=macs / sec)
         if args.mmasim:
             rate = mmasim_rate(name, model, 256, 2048)
             out.update(mmasim_mac_per_s=rate, speedup_vs_mmasim=None if rate is None else macs / sec / rate)

@@ -31,13 +31,38 @@ from .step import context, step
 from .validation import (as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
                          fail_if)
 
-__all__ = ["call", "make", "run_call", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
+__all__ = ["call", "call_kernel", "set_call_kernels", "make", "run_call", "run_registers", "run_waves", "wave_block", "FUNCTIONS", *BUILTINS]
 
 
 # ------------------------------------------------------------------------------ the kernel
+#: the backends' kernels for direct calls (`set_call_kernels`): a one-element list so that the
+#: registration needs no global statement; [None]: every call runs the model's XLA arithmetic
+_CALL_KERNELS = [None]
+
+
+def set_call_kernels(provider) -> None:
+    """Let a backend compute the instruction of direct builtin calls over waves.
+
+    ``provider(spec, model, options)`` returns None (the model's XLA arithmetic, `step`) or a
+    function with `step`'s arguments, contract and bits on (W, M, Kc) / (W, Kd, N) / (W, M, N)
+    batches of independent instructions. `jwmma.backends.pallas` registers its kernels when
+    imported: the backends sit above the engine (docs/ARCHITECTURE.md), so the engine asks
+    and never imports them."""
+    _CALL_KERNELS[0] = provider
+
+
+def call_kernel(spec: BuiltinSpec, model, options):
+    """The registered backend's function for direct calls of ``spec`` under ``model`` with
+    these resolved options, or None (`set_call_kernels`; never for a multi-block MFMA)."""
+    provider = _CALL_KERNELS[0]
+    if provider is None or spec.blocks > 1:
+        return None
+    return provider(spec, model, options)
+
+
 def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=None, *, s: int, options,
                a_signed=True, b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0),
-               broadcast: tuple = (0, 0), half: int = 0):
+               broadcast: tuple = (0, 0), half: int = 0, kernels: bool = False):
     """One builtin call on validated, broadcast registers (jitted as `run_registers`).
 
     Args:
@@ -46,7 +71,9 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         block-scaled builtin (else None); s: the index set's bit offset; options: resolved
         `jwmma.Options`; a_signed, b_signed, clamp: the integer modifiers; blgp: the CDNA3
         f32 MFMA's B lane pattern (f64: the negation bits of A, B, C); opsel: the scale bytes (scale_a's, scale_b's); broadcast:
-        a multi-block MFMA's (cbsz, abid), the A block each block computes with.
+        a multi-block MFMA's (cbsz, abid), the A block each block computes with; kernels:
+        the instruction on a backend's kernel where one is registered for these options
+        (`call_kernel`; direct calls only, not the GEMM register path's steps).
     Returns:
         D registers of c's shape and dtype.
     """
@@ -70,8 +97,9 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         split = lambda x, r: x.reshape(*x.shape[:-2], spec.blocks, r, x.shape[-1])
         a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
         pos = jnp.zeros((*a_mat.shape[:-2], spec.m, spec.kc), jnp.int32)
-    d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
-             clamp=clamp)
+    kernel = call_kernel(spec, model, options) if kernels else None
+    d = (step if kernel is None else kernel)(spec, model, a_mat, pos, b_mat, c_mat, options=options,
+                                             a_signed=a_signed, b_signed=b_signed, clamp=clamp)
     d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
     d = d.astype(jnp.int64 if spec.c.elem_bits == 64 else jnp.int32)  # f64: int64 bit patterns
     d_lanes = fragments.matrix_to_lanes(spec.c_layout, d)
@@ -82,7 +110,7 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
 
 #: the jitted kernel of every builtin call (also issued per K step by the GEMM register path)
 run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed",
-                                                     "clamp", "blgp", "opsel", "broadcast", "half"))
+                                                     "clamp", "blgp", "opsel", "broadcast", "half", "kernels"))
 
 
 def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
@@ -99,11 +127,13 @@ def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, 
            half: int = 0):
     """`_registers` on (W, lanes, n) registers, W waves cut into blocks (`wave_block`) run one
     after the other (lax.map): every wave is independent, so no bit changes, and memory is
-    the operands, D and one block's working set at any W."""
+    the operands, D and one block's working set at any W. On a backend's kernel
+    (`call_kernel`) all W at once: a kernel holds no product tensor."""
     w = a.shape[0]
+    kernel = call_kernel(spec, model, options) is not None
     run = functools.partial(_registers, spec, model, s=s, options=options, a_signed=a_signed, b_signed=b_signed,
-                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half)
-    bw = wave_block(spec, model, context(spec, clamp), options, w)
+                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half, kernels=kernel)
+    bw = w if kernel else wave_block(spec, model, context(spec, clamp), options, w)
     if bw >= w:
         return run(a, b, c, idx, scale_a, scale_b)
     nb = -(-w // bw)

@@ -104,7 +104,8 @@ class Options:
 
     backend: 'xla' (the kernels are XLA programs), 'pallas' (the GEMM matrix path runs the model
         family's fused Pallas kernel, `jwmma.backends.pallas`; a ValueError where the family has
-        none) or 'auto' ('xla' on CPUs; 'pallas' on GPUs where a kernel exists and was
+        none; direct builtin calls run each wave's instruction on the kernel where one exists,
+        else XLA) or 'auto' ('xla' on CPUs; 'pallas' on GPUs where a kernel exists and was
         measured faster, else 'xla').
     pallas: a `PallasOptions` (tile, warps, interpret mode, variants) for the Pallas backend.
     group_dots: form sums as matrix products where a model proves them exact (fp8/bf8

@@ -12,8 +12,11 @@ interpret mode, `benchmarks/crosscheck.py` on a GPU).
 codes out), which calls it when ``options.backend == 'pallas'``: `jwmma.gemm(...,
 path='matrix')`, on one device or on every shard of a mesh. `kernel_for` says whether a
 family has a kernel (and, for ``backend='auto'``, whether it was measured faster: `AUTO`).
-Not hooked (they run XLA whatever the backend; same bits): the register path and builtin
-calls over waves. On CPUs the kernels run in Pallas interpret mode (tests only: slow).
+Direct builtin calls over waves run on the kernels too (`call_kernel`, registered with the
+engine, which does not import the backends) with ``backend='pallas'``; ``'auto'`` keeps them on
+XLA until `AUTO_CALLS` holds a measured gain. Not hooked (XLA whatever the backend; same
+bits): the GEMM register path. On CPUs the kernels run in Pallas interpret mode (tests only:
+slow).
 
 The kernels lower to Triton (`driver`; deprecated in JAX 0.11) or, with
 ``PallasOptions(lowering='mosaic')``, to Mosaic GPU (`mosaic`: the same steps and bits, every
@@ -28,6 +31,7 @@ import warnings
 
 import jax
 
+from ...engine.builtins import set_call_kernels
 from ...engine.options import PallasOptions
 from ...engine.step import context
 from ...models.exact import Exact
@@ -40,7 +44,7 @@ from ...models.scaled import BlockScaled
 # the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
 # `import jwmma` and the XLA backend do not pay for it
 
-__all__ = ["matrix_path", "kernel_for", "tiling", "family", "make_kernel", "AUTO", "TILES", "MOSAIC_TILE",
+__all__ = ["matrix_path", "kernel_for", "call_kernel", "AUTO_CALLS", "tiling", "family", "make_kernel", "AUTO", "TILES", "MOSAIC_TILE",
            "MOSAIC_TILES", "PallasOptions", "triton_available", "quiet_triton", "quiet_triton_deprecation",
            "TRITON_DEPRECATION"]
 
@@ -97,6 +101,11 @@ AUTO = {
     # group sums, where the XLA path ran 7.5x the fp8 MFMA's time (RESULTS.md)
     ("scaled", True): True,
 }
+
+#: backend='auto' on a GPU, direct builtin calls over waves (`call_kernel`): whether the family's
+#: kernel beats the models' XLA arithmetic there, same key as `AUTO`. Empty until timed
+#: (`benchmarks/bench_calls.py --backend pallas` beside the default): 'auto' calls run XLA
+AUTO_CALLS: dict = {}
 
 #: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
 #: of the H200 sweeps (benchmarks/RESULTS.md "Pallas backend"); any tile gives the same bits.
@@ -271,5 +280,41 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True
     from .driver import run
 
     t = dataclasses.replace(tiling(spec, model, options.pallas), wide_loops=wide_loops)
+    if t.lowering == "triton":  # small operands (a direct call's 16 x 16): tiles no larger than D
+        t = dataclasses.replace(t, tm=min(t.tm, _pow2_at_least(a_codes.shape[-2])),
+                                tn=min(t.tn, max(16, _pow2_at_least(b_codes.shape[-1]))))
     kern = make_kernel(spec, model, a_signed=a_signed, b_signed=b_signed, clamp=clamp, tiling=t)
     return run(kern, a_codes, pos, b_codes, c, tiling=t)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def call_kernel(spec, model, options):
+    """The engine's provider of direct builtin calls (`jwmma.engine.builtins.set_call_kernels`):
+    `_call_on_kernel` where the family has a kernel and ``backend='pallas'`` (``'auto'``: where
+    `AUTO_CALLS` says it is faster), else None, never an error: a call without a kernel runs
+    the model's XLA arithmetic (the same bits), as every call did before calls were hooked."""
+    if options.backend != "pallas" or (options.pallas.lowering != "mosaic" and not triton_available()):
+        return None
+    fam = family(model) if _decodes(spec) or spec.scaled else None
+    if fam == "scaled":
+        from . import scaled
+
+        if scaled.applies(spec, model, context(spec, False)):
+            fam = None
+    if fam is None or (options.pallas.auto and not AUTO_CALLS.get((fam, spec.integer or spec.a_format.bits <= 8))):
+        return None
+    return _call_on_kernel
+
+
+def _call_on_kernel(spec, model, a_codes, pos, b_codes, c, *, options, a_signed=True, b_signed=True, clamp=False):
+    """`jwmma.engine.step.step`'s arguments and bits on the kernel: (W, M, Kc) A codes and
+    positions, (W, Kd, N) B, (W, M, N) C of W independent instructions (a batch of one-step
+    GEMMs, the waves as grid rows)."""
+    return matrix_path(a_codes, pos, b_codes, c, spec=spec, model=model, options=options, a_signed=a_signed,
+                       b_signed=b_signed, clamp=clamp)
+
+
+set_call_kernels(call_kernel)
