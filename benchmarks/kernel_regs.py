@@ -20,6 +20,9 @@ the cubin with cuobjdump:
   cost where it is ALU-bound. One H200 issues about 1e12 warp instructions a second. A kernel
   whose K unit is itself a loop (`exact`, the integer kernel, ``chain_run``) is undercounted:
   its inner loop counts once;
+* ``global B/p``, ``shared B/p``: bytes the loop body's loads read from global memory (LDG:
+  L1, L2 or HBM) and from shared memory (LDS, LDSM: mostly Triton's layout conversions) per
+  emulated product, counted like the instructions (every thread, one pass of the body);
 * ``compile s``: CPU seconds of Triton's compile (its passes, LLVM and ptxas; no cache), a
   proxy for the part of a GPU first call that grows with the kernel.
 
@@ -76,18 +79,34 @@ print(json.dumps({"regs": int(m.group(1)), "stack": int(m.group(2)), "sass": sas
 '''
 
 
-def sass_loop(sass: str) -> tuple[int, int, int]:
-    """(instructions, instructions of the outermost loop body, LDL/STL instructions) of a
-    cuobjdump SASS listing: the loop is the longest backward branch."""
+#: bytes a thread reads with one load of each SASS width suffix (none: 32 bits)
+_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def _load_bytes(text: str, op: str) -> int:
+    """Bytes a thread reads with instruction ``text`` if it is an ``op`` load (LDG, LDS), else 0."""
+    m = re.match(r"(?:@!?U?P\w+\s+)?" + op + r"((?:\.[A-Z0-9]+)*)\s", text + " ")
+    if not m:
+        return 0
+    suffixes = m.group(1).split(".")[1:]
+    return next((_WIDTH[x] for x in suffixes if x in _WIDTH), 4) * (4 if "M88" in suffixes and "4" in suffixes else 1)
+
+
+def sass_loop(sass: str) -> tuple[int, int, int, int, int]:
+    """(instructions, instructions of the outermost loop body, LDL/STL instructions, bytes a
+    thread loads from global and from shared memory in one pass of that body) of a cuobjdump
+    SASS listing: the loop is the longest backward branch."""
     ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
     index = {a: i for i, (a, _) in enumerate(ins)}
-    body = 0
+    body, start = 0, 0
     for i, (a, text) in enumerate(ins):
         m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) < a and int(m.group(1), 16) in index:
-            body = max(body, i - index[int(m.group(1), 16)] + 1)
+        if m and int(m.group(1), 16) < a and int(m.group(1), 16) in index and i - index[int(m.group(1), 16)] + 1 > body:
+            body, start = i - index[int(m.group(1), 16)] + 1, index[int(m.group(1), 16)]
     spills = sum(1 for _, t in ins if re.search(r"\b(LDL|STL)\b", t))
-    return len(ins), body, spills
+    loop = [t for _, t in ins[start:start + body]]
+    return (len(ins), body, spills, sum(_load_bytes(t, "LDG") for t in loop),
+            sum(_load_bytes(t, "LDS") + _load_bytes(t, "LDSM") for t in loop))
 
 
 def triton_ir(label: str, pallas: dict) -> tuple[str, object, object]:
@@ -148,11 +167,14 @@ def measure(label: str, pallas: dict, folder: str) -> dict:
     if child.returncode:
         raise SystemExit(f"row {label}: Triton could not compile the kernel:\n{child.stderr[-2000:]}")
     out = json.loads(child.stdout.strip().splitlines()[-1])
-    total, body, spills = sass_loop(out.pop("sass"))
+    total, body, spills, ldg, lds = sass_loop(out.pop("sass"))
     products = t.tm * t.tn * kern.unit_kc
+    threads = 32 * t.num_warps
     return dict(row=label, tile=f"{t.tm}x{t.tn}", warps=t.num_warps, unit_kc=kern.unit_kc, regs=out["regs"],
                 stack=out["stack"], spill_ins=spills, sass=total, loop=body,
-                warp_ins_per_product=round(body * t.num_warps / products, 3), ir_lines=ir.count("\n"),
+                warp_ins_per_product=round(body * t.num_warps / products, 3),
+                global_bytes_per_product=round(ldg * threads / products, 3),
+                shared_bytes_per_product=round(lds * threads / products, 3), ir_lines=ir.count("\n"),
                 compile_s=round(out["seconds"], 2))
 
 
@@ -173,14 +195,15 @@ def main() -> None:
     print(f"# sm_90 via Triton {version}; PallasOptions {pallas or 'defaults'}", flush=True)
     w = max(18, *(len(label) for label in args.rows))
     print(f"{'row':{w}s} {'tile':>6s} {'warps':>5s} {'regs':>4s} {'stack':>5s} {'spill ins':>9s} {'loop':>6s} "
-          f"{'warp ins/product':>16s} {'compile s':>9s}", flush=True)
+          f"{'warp ins/product':>16s} {'global B/p':>10s} {'shared B/p':>10s} {'compile s':>9s}", flush=True)
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for label in args.rows:
             r = measure(label, pallas, folder)
             results.append(r)
             print(f"{label:{w}s} {r['tile']:>6s} {r['warps']:5d} {r['regs']:4d} {r['stack']:5d} {r['spill_ins']:9d} "
-                  f"{r['loop']:6d} {r['warp_ins_per_product']:16.3f} {r['compile_s']:9.2f}", flush=True)
+                  f"{r['loop']:6d} {r['warp_ins_per_product']:16.3f} {r['global_bytes_per_product']:10.3f} "
+                  f"{r['shared_bytes_per_product']:10.3f} {r['compile_s']:9.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(triton=version, pallas=pallas, rows=results), f, indent=1)
