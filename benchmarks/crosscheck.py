@@ -16,13 +16,15 @@ The grid (`grid`):
   RDNA4 iu8/iu4 builtins with clamp=False and clamp=True) x ``jwmma.gemm(path='matrix')`` and
   ``path='registers'`` with ``backend='xla'``, plus ``path='matrix'`` with ``backend='pallas'``
   wherever `jwmma.backends.pallas.kernel_for` names a kernel for the model (the register path
-  and builtin calls run XLA whatever the backend: not repeated). One call holds every data
+  runs XLA whatever the backend: not repeated). One call holds every data
   class along a leading axis, then a batch dim of 2; M, N are two tiles cut short, K three
   steps and an odd part of a fourth (`crosscheck_data.gemm_shape`); sparse builtins take a
   dense-shaped A through ``prune=True``.
 * ``waves``: the builtin function called directly on 4 waves per class, registers packed from
   the class data (on the host CPU, so both machines feed the same words), the last index set,
-  random bits in the other sets, duplicate positions in the specials class.
+  random bits in the other sets, duplicate positions in the specials class; on ``backend='xla'``,
+  and on ``'pallas'`` (and ``'mosaic'``) wherever `jwmma.backends.pallas.call_kernel` runs the
+  waves on a kernel.
 * ``prune``: `jwmma.prune_2_4` with rule='largest' and 'hipsparselt' (where hipSPARSELt prunes
   the dtype) on every A dtype, eager and under `jax.jit`, on ties / specials / wide / normal.
 * ``repro``: issue 20's two repro operand sets (`crosscheck_data.issue20_repro`).
@@ -37,8 +39,8 @@ equals any NaN unless the model defines NaN payloads (NUMERICS.md 2 and 8.3: `gf
 rocjitsu's `fma_chain` propagating payloads, the NVIDIA presets' fixed NaN); payload-only
 differences are still counted and shown. Within one run (``--self``) every result must equal
 its anchor bit for bit, payloads included (the same machine, the same arithmetic): the gemm
-anchor is path='matrix' on XLA, the prune anchor the eager call; direct builtin calls have none
-(they are checked against a reference run). ``--compare`` takes the reference's result of
+anchor is path='matrix' on XLA, the prune anchor the eager call, a direct call's on a kernel the
+same call on XLA; direct calls on XLA have none (they are checked against a reference run). ``--compare`` takes the reference's result of
 the same key, or its anchor where the reference lacks the key (e.g. a reference saved with
 ``--backends xla``, or cut to its anchors by ``--strip``). A result that raised counts as an
 error with 0 identical outputs.
@@ -105,6 +107,8 @@ class Key:
             return dataclasses.replace(self, path="matrix", backend="xla")
         if self.part == "prune" and self.path == "jit":
             return dataclasses.replace(self, path="eager")
+        if self.part == "waves" and self.backend != "xla":  # calls on the kernels: the XLA call's bits
+            return dataclasses.replace(self, backend="xla")
         return None
 
     @property
@@ -192,6 +196,19 @@ def has_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") 
         return False
 
 
+def has_call_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") -> bool:
+    """Whether backend='pallas' runs a direct call's waves on a Pallas kernel
+    (`jwmma.backends.pallas.call_kernel`; else the call runs XLA: not repeated in the grid)."""
+    from jwmma import PallasOptions, models
+    from jwmma.backends import pallas
+    from jwmma.engine.options import Options, resolve
+    from jwmma.engine.step import context
+
+    m = models.resolve(model, context(spec, clamp), spec.default_model)
+    opts = Options(backend="pallas", platform="gpu", pallas=PallasOptions(lowering=lowering))
+    return pallas.call_kernel(spec, m, resolve(opts)) is not None
+
+
 def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, targets=False) -> list[Key]:
     """Every key of the grid (module doc), filtered: ``only`` / ``models`` are lists of
     substrings of builtin labels / exact model names."""
@@ -212,8 +229,12 @@ def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, ta
                     for be, lowering in (("pallas", "triton"), ("mosaic", "mosaic")):
                         if be in backends and "matrix" in paths and has_kernel(spec, model, clamp, lowering):
                             keys.append(Key("gemm", label, model, "matrix", be, clamp))
-                if "waves" in parts and "xla" in backends:
-                    keys.append(Key("waves", label, model, "waves", "xla", clamp))
+                if "waves" in parts:
+                    if "xla" in backends:
+                        keys.append(Key("waves", label, model, "waves", "xla", clamp))
+                    for be, lowering in (("pallas", "triton"), ("mosaic", "mosaic")):
+                        if be in backends and has_call_kernel(spec, model, clamp, lowering):
+                            keys.append(Key("waves", label, model, "waves", be, clamp))
     if "prune" in parts and not only and not models:
         for dt in data.PRUNE_DTYPES:
             for rule in PRUNE_RULES:
