@@ -44,8 +44,8 @@ from ...models.scaled import BlockScaled
 # the kernel modules import jax.experimental.pallas (~1-2 s): loaded on first use, so that
 # `import jwmma` and the XLA backend do not pay for it
 
-__all__ = ["matrix_path", "kernel_for", "call_kernel", "AUTO_CALLS", "tiling", "family", "make_kernel", "AUTO", "TILES", "MOSAIC_TILE",
-           "MOSAIC_TILES", "PallasOptions", "triton_available", "quiet_triton", "quiet_triton_deprecation",
+__all__ = ["matrix_path", "kernel_for", "call_kernel", "AUTO_CALLS", "tiling", "family", "make_kernel", "AUTO",
+           "TILES", "MOSAIC_TILE", "MOSAIC_TILES", "PallasOptions", "triton_available", "quiet_triton", "quiet_triton_deprecation",
            "TRITON_DEPRECATION"]
 
 #: the deprecation JAX 0.11 prints at every Pallas Triton lowering; jwmma's kernels are Triton
