@@ -32,9 +32,11 @@ def _pow2_or_none(name, v):
 @dataclass(frozen=True)
 class PallasOptions:
     """Parameters of the Pallas backend (`jwmma.backends.pallas`); same bits for
-    every choice. None: the model family's default (`jwmma.backends.pallas.defaults`).
+    every choice. None: the model family's default (`jwmma.backends.pallas.TILES`, `tiling`).
 
-    tm, tn: output tile of one program (powers of two: Triton needs power-of-two tensors).
+    tm, tn: output tile of one program (powers of two: Triton needs power-of-two tensors); a
+        Triton kernel on operands smaller than the tile (a builtin call's 16 x 16) takes a
+        tile no larger than D.
     num_warps, num_stages: Triton launch parameters.
     interpret: run the kernels in Pallas interpret mode (None: on CPUs, where nothing else
         runs them; the mode the CPU tests use).
@@ -42,7 +44,8 @@ class PallasOptions:
     reload, float_combine, float_round, gather: kernel variants (second operand loads for the
         second pass of a fused group; combine with C in float64; gfx12 f32 results by an int ->
         f32 conversion; the sparse 3-D fused kernel loads each product's B row by its 2:4
-        position, one gather load, instead of four candidate rows and a select chain).
+        position, one gather load, instead of four candidate rows and a select chain: 446
+        against 380 ms on an H100, benchmarks/RESULTS.md).
     chain_run: the `fma_chain` kernel's products per iteration of a loop over the chain (a
         power of two such that the chain's order is one pattern of that many products
         repeated: any for an order of consecutive columns, 2 to 32 for rocjitsu's fp8 order;
