@@ -31,8 +31,8 @@ def _same(x, y):
 def _regs(name, waves, rng, kind="normal"):
     spec = jwmma.BUILTINS[name]
     if spec.a_format is None:  # integer builtins
-        a = rng.integers(-8, 8, (waves, spec.m, spec.k))
-        b = rng.integers(-8, 8, (waves, spec.k, spec.n))
+        a = rng.integers(-8, 8, (waves, spec.m, spec.k)).astype(np.int8)  # int64 would be narrowed, with a warning
+        b = rng.integers(-8, 8, (waves, spec.k, spec.n)).astype(np.int8)
         c = rng.integers(-1000, 1000, (waves, spec.m, spec.n)).astype(np.int32)
     else:
         a = _values(spec.a_format.dtype, (waves, spec.m, spec.k), rng, kind)

@@ -275,7 +275,9 @@ def exact_float_ref(name, vals, pos, b, c, per_step=True):
 def int_ref(name, vals, pos, b, c, *, a_neg=True, b_neg=True, clamp=False, staging="final"):
     """Integer builtins through the tiled kernel in int64: without clamp the i32 result wraps;
     with clamp it saturates after every instruction ('final') or after each of the two
-    stages of an instruction ('staged': compressed positions with (ck // 8) % 2 == s)."""
+    stages of an instruction ('staged': the first and the second half of its compressed
+    positions, the rule GoC's gfx1201 digests fix for the K = 64 iu4 row too, where the
+    interleaved (ck // 8) % 2 split fails them: tests/test_integer_clamp_hardware.py)."""
     spec = BUILTINS[name]
     vp, pp, bp, cp, batch, (m_dim, n_dim) = pad_operands(spec, vals, pos, b, c)
     bits = INT_BITS[spec.a_type]
@@ -298,7 +300,7 @@ def int_ref(name, vals, pos, b, c, *, a_neg=True, b_neg=True, clamp=False, stagi
         elif staging == "final":
             acc = sat(acc + p.sum(-2))
         else:
-            stage = (np.arange(kc) // 8) % 2
+            stage = (np.arange(kc) >= kc - kc // 2).astype(int)
             acc = sat(sat(acc + p[..., stage == 0, :].sum(-2)) + p[..., stage == 1, :].sum(-2))
     if not clamp:
         acc = (acc + 2**31) % 2**32 - 2**31
