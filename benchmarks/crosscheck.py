@@ -180,18 +180,23 @@ def applicable_models(spec, clamp: bool = False) -> list[str]:
     return out
 
 
-def has_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") -> bool:
-    """Whether backend='pallas' runs a Pallas kernel for the GEMM (else it raises: not in the
-    grid), lowered by ``lowering`` ('triton' or 'mosaic')."""
+def _on_gpu(spec, model: str, clamp: bool, lowering: str) -> tuple:
+    """(resolved model, resolved options) of ``backend='pallas'`` on a GPU with ``lowering``."""
     from jwmma import PallasOptions, models
-    from jwmma.backends import pallas
     from jwmma.engine.options import Options, resolve
     from jwmma.engine.step import context
 
     m = models.resolve(model, context(spec, clamp), spec.default_model)
-    opts = Options(backend="pallas", platform="gpu", pallas=PallasOptions(lowering=lowering))
+    return m, resolve(Options(backend="pallas", platform="gpu", pallas=PallasOptions(lowering=lowering)))
+
+
+def has_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") -> bool:
+    """Whether backend='pallas' runs a Pallas kernel for the GEMM (else it raises: not in the
+    grid), lowered by ``lowering`` ('triton' or 'mosaic')."""
+    from jwmma.backends import pallas
+
     try:
-        return pallas.kernel_for(spec, m, resolve(opts))
+        return pallas.kernel_for(spec, *_on_gpu(spec, model, clamp, lowering))
     except ValueError:
         return False
 
@@ -199,14 +204,9 @@ def has_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") 
 def has_call_kernel(spec, model: str, clamp: bool = False, lowering: str = "triton") -> bool:
     """Whether backend='pallas' runs a direct call's waves on a Pallas kernel
     (`jwmma.backends.pallas.call_kernel`; else the call runs XLA: not repeated in the grid)."""
-    from jwmma import PallasOptions, models
     from jwmma.backends import pallas
-    from jwmma.engine.options import Options, resolve
-    from jwmma.engine.step import context
 
-    m = models.resolve(model, context(spec, clamp), spec.default_model)
-    opts = Options(backend="pallas", platform="gpu", pallas=PallasOptions(lowering=lowering))
-    return pallas.call_kernel(spec, m, resolve(opts)) is not None
+    return pallas.call_kernel(spec, *_on_gpu(spec, model, clamp, lowering)) is not None
 
 
 def grid(parts=PARTS, paths=PATHS, backends=BACKENDS, only=None, models=None, targets=False) -> list[Key]:

@@ -101,8 +101,9 @@ def sass_loop(sass: str) -> tuple[int, int, int, int, int]:
     body, start = 0, 0
     for i, (a, text) in enumerate(ins):
         m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) < a and int(m.group(1), 16) in index and i - index[int(m.group(1), 16)] + 1 > body:
-            body, start = i - index[int(m.group(1), 16)] + 1, index[int(m.group(1), 16)]
+        target = int(m.group(1), 16) if m else None
+        if target is not None and target < a and target in index and i - index[target] + 1 > body:
+            body, start = i - index[target] + 1, index[target]
     spills = sum(1 for _, t in ins if re.search(r"\b(LDL|STL)\b", t))
     loop = [t for _, t in ins[start:start + body]]
     return (len(ins), body, spills, sum(_load_bytes(t, "LDG") for t in loop),

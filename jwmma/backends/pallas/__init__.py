@@ -183,12 +183,7 @@ def kernel_for(spec, model, options) -> bool:
                          "in JAX 0.11), which jwmma's kernels lower to by default; pass "
                          "PallasOptions(lowering='mosaic') (Mosaic GPU, sm_90 and later) or use backend='xla' or "
                          "'auto' (the same bits)")
-    fam = family(model) if _decodes(spec) or spec.scaled else None
-    why = None
-    if fam == "scaled":  # BlockScaled: its default arithmetic only (`scaled.applies`)
-        from . import scaled
-
-        why = scaled.applies(spec, model, context(spec, False))
+    fam, why = _kernel_family(spec, model)
     if fam is None or why:
         if options.pallas.auto:
             return False
@@ -197,8 +192,25 @@ def kernel_for(spec, model, options) -> bool:
         raise ValueError(f"backend='pallas' has no kernel for {what}{': ' + why if why else ''}; use backend='xla' "
                          f"or 'auto'")
     if options.pallas.auto:
-        return AUTO.get((fam, spec.integer or spec.a_format.bits <= 8), False)
+        return AUTO.get(_auto_key(fam, spec), False)
     return True
+
+
+def _kernel_family(spec, model) -> tuple:
+    """(family, why not): the kernel family for ``model`` on ``spec`` (None: none reads these
+    operands or models this arithmetic) and, for a block-scaled model outside the kernel's
+    arithmetic, why not (`scaled.applies`; else None)."""
+    fam = family(model) if _decodes(spec) or spec.scaled else None
+    if fam == "scaled":  # BlockScaled: its default arithmetic only
+        from . import scaled
+
+        return fam, scaled.applies(spec, model, context(spec, False))
+    return fam, None
+
+
+def _auto_key(fam: str, spec) -> tuple:
+    """The key of `AUTO` and `AUTO_CALLS`: (family, 8-bit operands)."""
+    return fam, spec.integer or spec.a_format.bits <= 8
 
 
 def _decodes(spec) -> bool:
@@ -222,7 +234,9 @@ def tiling(spec, model, popts: PallasOptions):
                          "layout for; float64 floor, which it does not lower)")
     vec3 = (fam == "fused" and lowering == "triton") if popts.vec3 is None else popts.vec3
     key = (fam, _kind(spec))
-    tile = TILES.get(key + ("dense",), TILES.get(key, (32, 64, 4))) if spec.dense else TILES.get(key, (32, 64, 4))
+    tile = TILES.get(key, (32, 64, 4))
+    if spec.dense:
+        tile = TILES.get(key + ("dense",), tile)
     tm, tn, warps = tile if (fam != "fused" or vec3) else (32, 64, 4)
     if lowering == "mosaic":  # one warpgroup's (64-row) register tile
         tm, tn = MOSAIC_TILES.get(fam, MOSAIC_TILE)
@@ -298,13 +312,8 @@ def call_kernel(spec, model, options):
     the model's XLA arithmetic (the same bits), as every call did before calls were hooked."""
     if options.backend != "pallas" or (options.pallas.lowering != "mosaic" and not triton_available()):
         return None
-    fam = family(model) if _decodes(spec) or spec.scaled else None
-    if fam == "scaled":
-        from . import scaled
-
-        if scaled.applies(spec, model, context(spec, False)):
-            fam = None
-    if fam is None or (options.pallas.auto and not AUTO_CALLS.get((fam, spec.integer or spec.a_format.bits <= 8))):
+    fam, why = _kernel_family(spec, model)
+    if fam is None or why or (options.pallas.auto and not AUTO_CALLS.get(_auto_key(fam, spec), False)):
         return None
     return _call_on_kernel
 

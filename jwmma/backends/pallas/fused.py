@@ -192,9 +192,10 @@ def group_sum3(plan: Plan, view, cols, gather: bool = False):
             w = kl.select4(p, cand)  # (tm, nb, tn)
         e = ((wa & kl.EXP_MASK) - 2 * kl.EXP_OFFSET)[:, :, None] + (w & kl.EXP_MASK)
         et.append(jnp.max(e, axis=1))
-        words.append((wa, w))
         if plan.two:  # this slot's half is summed now: one slot's (tm, nb, tn) words live at a time
             s.append(_aligned_sum3(F, wa, w, et[-1]))
+        else:  # one maximum for both slots: the sums wait for it
+            words.append((wa, w))
     if not plan.two:
         et = [jnp.maximum(et[0], et[1])] * 2
         s = [_aligned_sum3(F, wa, w, et[h]) for h, (wa, w) in enumerate(words)]
