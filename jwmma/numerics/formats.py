@@ -18,7 +18,7 @@ __all__ = [
     "FloatFormat", "IntFormat", "Fields", "F32", "F16", "BF16", "FP8", "BF8", "FP8_FNUZ", "BF8_FNUZ", "FP6", "BF6",
     "FP4", "XF32", "F64", "E8M0_NAN", "E8M0_BIAS",
     "I8", "U8", "I4", "U4", "I32", "FLOAT_FORMATS", "INT_FORMATS", "ZERO_EXP", "format_of", "decode",
-    "value_exponent", "decode_int", "decode_fields", "f32_magnitude", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
+    "value_exponent", "decode_int", "decode_fields", "f32_magnitude", "with_sign", "exactly_normal_in_f32", "pow2_f32", "pack_fields",
     "unpack_fields",
 ]
 
@@ -226,7 +226,25 @@ def _f32_value(fmt: FloatFormat, sign, sig, exp, nan, inf):
         return None
     mag = jnp.where(inf, jnp.float32(np.inf), mag)
     mag = jnp.where(nan, jnp.float32(np.nan), mag)
-    return jnp.where(sign == 1, -mag, mag)
+    return with_sign(mag, sign)
+
+
+def with_sign(mag: jnp.ndarray, sign: jnp.ndarray) -> jnp.ndarray:
+    """``mag`` with its sign bit set where ``sign`` is 1: ``-mag`` for every ``mag`` whose sign
+    bit is clear (+0, positive, +Inf, +NaN), -0 included.
+
+    Args:
+        mag: float32 or float64 array, sign bit clear.
+        sign: 0/1 integers, broadcastable to ``mag``.
+    Returns:
+        ``mag``'s dtype and shape.
+
+    By integer bits, never ``-mag``: Pallas' Triton lowering computes a negation as 0 - x,
+    which gives +0 for x = +0 (an H100 returned +0 where every product and C were -0)."""
+    itype = {4: jnp.int32, 8: jnp.int64}[jnp.dtype(mag.dtype).itemsize]
+    top = 8 * jnp.dtype(mag.dtype).itemsize - 1
+    bits = lax.bitcast_convert_type(mag, itype) | (jnp.asarray(sign).astype(itype) << top)
+    return lax.bitcast_convert_type(bits, mag.dtype)
 
 
 def f32_magnitude(fmt: FloatFormat, sig, exp):

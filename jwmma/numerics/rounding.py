@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .formats import FloatFormat, decode
+from .formats import FloatFormat, decode, with_sign
 
 __all__ = ["x64_scope", "pow2_f64", "fields_to_f64", "value_f64", "two_sum", "round_to_odd", "round_to_format", "round_f64",
            "add_rn", "bits_to", "float_bits"]
@@ -40,7 +40,7 @@ def pow2_f64(n):
 def fields_to_f64(sign, sig, exp, mbits: int):
     """Exact float64 value of decoded fields (finite values only)."""
     mag = sig.astype(jnp.float64) * pow2_f64(exp - mbits)
-    return jnp.where(sign == 1, -mag, mag)
+    return with_sign(mag, sign)  # keeps -0 in the Pallas kernels too
 
 
 def value_f64(f, mbits: int):

@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 
 from ...numerics.formats import Fields as Dec  # decoded fields, one record for XLA and the kernels
-from ...numerics.formats import FloatFormat, decode_fields, f32_magnitude, pow2_f32
+from ...numerics.formats import FloatFormat, decode_fields, f32_magnitude, pow2_f32, with_sign
 from ...numerics.formats import exactly_normal_in_f32 as exactly_f32
 
 __all__ = ["fori", "cond", "tile_layout", "on_tile", "Dec", "pow2_f32", "exactly_f32", "decode", "exp_code", "select4",
@@ -97,7 +97,7 @@ def decode(fmt: FloatFormat, code, with_val: bool = True) -> Dec:
     ``with_val`` and for formats `exactly_f32`."""
     sign, sig, exp, nan, inf = decode_fields(fmt, code)
     mag = f32_magnitude(fmt, sig, exp) if with_val else None
-    val = None if mag is None else jnp.where(sign == 1, -mag, mag)
+    val = None if mag is None else with_sign(mag, sign)  # -mag would lose -0 under Triton
     return Dec(sign, sig, exp, nan, inf, val)
 
 
