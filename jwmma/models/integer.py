@@ -51,21 +51,24 @@ def int_dot(a, b, int8: bool = False):
     """a (..., M, K) @ b (..., K, N) of integer values with int32 accumulation (wrapping mod
     2**32); ``int8``: the caller knows every value fits int8, and the operands go in as int8
     (integer tensor cores on GPUs)."""
-    if int8:
-        a, b = a.astype(jnp.int8), b.astype(jnp.int8)
-        # XLA:GPU (JAX 0.11.2 on an H100) returned wrong sums for int8 operands of K = 3, 5,
-        # 13 and 53 (nearly every output; K = 1, 67 and multiples of 4 were right), and for a
-        # GEMM whose K = 53 operands were padded to 64 by zeros before the dot (the padding
-        # fused into the product; benchmarks/RESULTS.md). Zero columns of A and rows of B,
-        # exact for integers, make K a multiple of _INT8_K, and the barrier hands the product
-        # whole operands (nothing fuses into it)
-        k = a.shape[-1]
-        extra = -k % _INT8_K
-        if extra:
-            a = jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, extra)])
-            b = jnp.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, extra), (0, 0)])
-        a, b = lax.optimization_barrier((a, b))
-    return jnp.matmul(a, b, preferred_element_type=jnp.int32, precision=lax.Precision.HIGHEST)
+    if not int8:
+        return jnp.matmul(a, b, preferred_element_type=jnp.int32, precision=lax.Precision.HIGHEST)
+    # XLA:GPU (JAX 0.11.2) summed int8 products wrongly in three forms, each seen on an H100
+    # (benchmarks/RESULTS.md): operands of K = 3, 5, 13 or 53 (K = 1, 67 and multiples of 4
+    # were right); a GEMM whose K = 53 operands were padded to 64 by zeros before the dot (the
+    # padding fused into the product); and, with whole padded operands, a (6, 64, 64) product
+    # for which XLA stored A M-minor (its Triton GEMM then read a transposed int8 operand).
+    # So: K a multiple of _INT8_K (zero columns of A and rows of B, exact for integers), both
+    # operands K-minor as int8 tensor cores take them (A (M, K), B as (N, K)), and a barrier
+    # that hands the product these whole operands
+    a, bt = a.astype(jnp.int8), jnp.swapaxes(b, -1, -2).astype(jnp.int8)
+    extra = -a.shape[-1] % _INT8_K
+    if extra:
+        a = jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, extra)])
+        bt = jnp.pad(bt, [(0, 0)] * (bt.ndim - 1) + [(0, extra)])
+    a, bt = lax.optimization_barrier((a, bt))
+    return jnp.einsum("...mk,...nk->...mn", a, bt, preferred_element_type=jnp.int32,
+                      precision=lax.Precision.HIGHEST)
 
 
 @dataclass(frozen=True)
