@@ -49,7 +49,9 @@ On a GPU, ``--jobs N`` runs the grid in N processes (compiling is what takes the
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` defaults to false so that they share the device.
 ``--save`` writes what is done every ``--save-every`` seconds and at the end; ``--resume``
 skips the keys a saved file already holds; ``--time-limit`` stops starting items (exit code 3
-for a partial run: run the same command again with ``--resume``).
+for a partial run: run the same command again with ``--resume``). ``--keys`` / ``--skip-keys``
+take a file of keys (one a line) to run only those, or all but those: the keys a report flagged,
+or those a progress log shows done when the saved file was lost.
 """
 from __future__ import annotations
 
@@ -636,6 +638,9 @@ def main(argv=None) -> int:
     ap.add_argument("--report", metavar="TXT", help="also write the comparison table here")
     ap.add_argument("--quiet", action="store_true", help="print only results that are not identical")
     ap.add_argument("--list", action="store_true", help="print the grid's keys and their count, run nothing")
+    ap.add_argument("--keys", metavar="TXT", help="only the grid's keys listed in this file (one a line)")
+    ap.add_argument("--skip-keys", metavar="TXT", help="not the grid's keys listed in this file (one a line), "
+                                                        "e.g. those an earlier run's log shows done")
     args = ap.parse_args(argv)
     if not (args.save or args.compare or args.self or args.diff or args.list or args.strip):
         ap.error("give --save, --compare, --self, --diff, --strip or --list")
@@ -662,6 +667,11 @@ def main(argv=None) -> int:
     split = lambda s: [x for x in s.split(",") if x] if s else None  # noqa: E731
     keys = grid(parts=split(args.parts), paths=split(args.paths), backends=split(args.backends),
                 only=split(args.only), models=split(args.models), targets=args.targets)
+    for path, wanted in ((args.keys, True), (args.skip_keys, False)):
+        if path:
+            with open(path) as f:
+                listed = set(f.read().split())
+            keys = [k for k in keys if (str(k) in listed) == wanted]
     if args.list:
         for k in keys:
             print(k)

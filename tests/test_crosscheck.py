@@ -174,3 +174,19 @@ def test_save_load_and_diff(tmp_path):
     rows = {str(row.key): row for row in X.compare_runs({str(k1): bits, str(k2): None}, i2, r, i, "ref")}
     assert "INPUTS DIFFER" in rows[str(k1)].note and rows[str(k2)].error == "ValueError: x"
     assert rows[str(k2)].counts == [("normal", 0, 6), ("wide", 0, 6)]
+
+
+def test_key_files_select_and_skip(tmp_path, capsys):
+    """``--keys`` runs only the listed keys of the grid, ``--skip-keys`` all but them; a line
+    that is no key of the grid selects nothing."""
+    wanted = "gemm|mfma_i32_32x32x16_i8|exact|matrix|xla"
+    (tmp_path / "k.txt").write_text(f"{wanted}\nnot-a-key\n")
+    base = ["--list", "--only", "mfma_i32_32x32x16_i8", "--parts", "gemm"]
+    X.main(base)
+    every = [line for line in capsys.readouterr().out.splitlines() if "|" in line]
+    X.main(base + ["--keys", str(tmp_path / "k.txt")])
+    only = [line for line in capsys.readouterr().out.splitlines() if "|" in line]
+    X.main(base + ["--skip-keys", str(tmp_path / "k.txt")])
+    rest = [line for line in capsys.readouterr().out.splitlines() if "|" in line]
+    assert wanted in every and only == [wanted]
+    assert sorted(rest + only) == sorted(every)

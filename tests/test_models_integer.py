@@ -161,19 +161,20 @@ def test_staged_clamp_worked_example():
     assert (np.asarray(jwmma.unpack_c(name, d)) == 2147354615).all()
 
 
-@pytest.mark.parametrize("k", [3, 13, 53, 67])
-def test_int8_gemm_of_any_depth(k):
+@pytest.mark.parametrize("batch,m,n,k", [((2,), 37, 21, 3), ((2,), 37, 21, 13), ((2,), 37, 21, 53), ((2,), 37, 21, 67),
+                                         ((3, 2), 53, 51, 53)])
+def test_int8_gemm_of_any_depth(batch, m, n, k):
     """A wrapping int8 GEMM is one int8 matrix product (`Model.gemm_sum`); XLA:GPU once summed
-    int8 operands of K = 3, 5, 13, 53 wrongly (benchmarks/RESULTS.md), so odd depths and a batch
-    are checked against Python integers on whatever device runs the suite."""
-    rng = np.random.default_rng(k)
-    m, n = 37, 21
-    a = _rand(rng, 8, True, (2, m, k)).astype(np.int8)
-    b = _rand(rng, 8, True, (2, k, n)).astype(np.int8)
-    c = rng.integers(-(2**31), 2**31, size=(2, m, n)).astype(np.int32)
+    int8 operands of K = 3, 5, 13, 53 wrongly, and a GEMM whose padded A was square (the
+    crosscheck's (3, 2) x 53 x 51 x 53 shape; benchmarks/RESULTS.md), so odd depths, a batch
+    and that shape are checked against Python integers on whatever device runs the suite."""
+    rng = np.random.default_rng(k + m)
+    a = _rand(rng, 8, True, (*batch, m, k)).astype(np.int8)
+    b = _rand(rng, 8, True, (*batch, k, n)).astype(np.int8)
+    c = rng.integers(-(2**31), 2**31, size=(*batch, m, n)).astype(np.int32)
     got = np.asarray(jwmma.gemm(a, b, c, builtin="mfma_i32_32x32x16_i8", model="exact"))
-    for g in range(2):
+    for g in np.ndindex(*batch):
         for i in range(m):
             for j in range(n):
-                want = int(c[g, i, j]) + sum(int(a[g, i, t]) * int(b[g, t, j]) for t in range(k))
-                assert int(got[g, i, j]) == R.wrap32(want), (g, i, j)
+                want = int(c[g][i, j]) + sum(int(a[g][i, t]) * int(b[g][t, j]) for t in range(k))
+                assert int(got[g][i, j]) == R.wrap32(want), (g, i, j)

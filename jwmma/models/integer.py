@@ -53,22 +53,25 @@ def int_dot(a, b, int8: bool = False):
     (integer tensor cores on GPUs)."""
     if not int8:
         return jnp.matmul(a, b, preferred_element_type=jnp.int32, precision=lax.Precision.HIGHEST)
-    # XLA:GPU (JAX 0.11.2) summed int8 products wrongly in three forms, each seen on an H100
-    # (benchmarks/RESULTS.md): operands of K = 3, 5, 13 or 53 (K = 1, 67 and multiples of 4
-    # were right); a GEMM whose K = 53 operands were padded to 64 by zeros before the dot (the
-    # padding fused into the product); and, with whole padded operands, a (6, 64, 64) product
-    # for which XLA stored A M-minor (its Triton GEMM then read a transposed int8 operand).
-    # So: K a multiple of _INT8_K (zero columns of A and rows of B, exact for integers), both
-    # operands K-minor as int8 tensor cores take them (A (M, K), B as (N, K)), and a barrier
-    # that hands the product these whole operands
-    a, bt = a.astype(jnp.int8), jnp.swapaxes(b, -1, -2).astype(jnp.int8)
-    extra = -a.shape[-1] % _INT8_K
-    if extra:
-        a = jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, extra)])
-        bt = jnp.pad(bt, [(0, 0)] * (bt.ndim - 1) + [(0, extra)])
-    a, bt = lax.optimization_barrier((a, bt))
-    return jnp.einsum("...mk,...nk->...mn", a, bt, preferred_element_type=jnp.int32,
-                      precision=lax.Precision.HIGHEST)
+    # XLA:GPU (JAX 0.11.2, an H100) summed int8 products wrongly (benchmarks/RESULTS.md):
+    # - for K = 3, 5, 13 or 53 (K = 1, 67 and multiples of 4 were right), also where the
+    #   GEMM had padded its operands before the dot (the padding fused into the product);
+    # - in the one grid GEMM whose padded A was square (64 x 64 with K = 64: XLA laid A out
+    #   M-minor through a bitcast, and its Triton GEMM read the transposed int8 operand
+    #   wrongly, whether B came as (K, N) or (N, K)); the 22 other int8 GEMMs of the grid, K
+    #   unlike M and N, were right.
+    # So K becomes a multiple of _INT8_K that differs from M and N (zero columns of A and
+    # rows of B: exact for integers), and a barrier hands the product whole operands
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    kp = -(-k // _INT8_K) * _INT8_K
+    while kp in (m, n):
+        kp += _INT8_K
+    a, b = a.astype(jnp.int8), b.astype(jnp.int8)
+    if kp != k:
+        a = jnp.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, kp - k)])
+        b = jnp.pad(b, [(0, 0)] * (b.ndim - 2) + [(0, kp - k), (0, 0)])
+    a, b = lax.optimization_barrier((a, b))
+    return jnp.matmul(a, b, preferred_element_type=jnp.int32, precision=lax.Precision.HIGHEST)
 
 
 @dataclass(frozen=True)
