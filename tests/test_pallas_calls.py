@@ -2,7 +2,7 @@
 with the engine): ``backend='pallas'`` runs the instruction of every wave on the family's
 kernel (interpret mode on a CPU), and must give ``backend='xla'``'s bits, NaN payloads
 included, on waves of ordinary values, of random bit patterns (NaN, Inf, subnormals) and of
-values near the formats' limits. ``'auto'`` keeps calls on XLA until a gain is measured
+values near the formats' limits. ``'auto'`` takes the kernel only where a gain was measured
 (`AUTO_CALLS`), and a model without a kernel still runs (XLA, the same bits)."""
 from __future__ import annotations
 
@@ -86,7 +86,12 @@ def test_auto_and_models_without_kernels_stay_on_xla():
     ctx = jwmma.engine.step.context(spec, False)
     resolve = jwmma.engine.options.resolve
     cdna3 = jwmma.models.resolve(None, ctx, spec.default_model)
-    assert pallas.call_kernel(spec, cdna3, resolve(jwmma.Options(platform="gpu"))) is None  # 'auto': untimed
+    on_gpu = resolve(jwmma.Options(platform="gpu"))  # backend 'auto'
+    if pallas.triton_available():  # 'auto' takes the kernel where AUTO_CALLS records a gain
+        assert pallas.AUTO_CALLS[("fused", True)] and pallas.call_kernel(spec, cdna3, on_gpu) is not None
+    chain_spec = jwmma.BUILTINS["swmmac_f32_16x16x32_fp8_fp8_w32"]
+    chain = jwmma.models.resolve("fma_chain", jwmma.engine.step.context(chain_spec, False), chain_spec.default_model)
+    assert ("fma_chain", True) not in pallas.AUTO_CALLS and pallas.call_kernel(chain_spec, chain, on_gpu) is None
     assert pallas.call_kernel(spec, cdna3, resolve(jwmma.Options(backend="xla"))) is None
     grouped = "Exact(group=4)"  # exact groups: no kernel (it sums all K products at once), so XLA, no error
     assert pallas.call_kernel(spec, jwmma.models.resolve(grouped, ctx, spec.default_model), resolve(PALLAS)) is None

@@ -13,8 +13,8 @@ codes out), which calls it when ``options.backend == 'pallas'``: `jwmma.gemm(...
 path='matrix')`, on one device or on every shard of a mesh. `kernel_for` says whether a
 family has a kernel (and, for ``backend='auto'``, whether it was measured faster: `AUTO`).
 Direct builtin calls over waves run on the kernels too (`call_kernel`, registered with the
-engine, which does not import the backends) with ``backend='pallas'``; ``'auto'`` keeps them on
-XLA until `AUTO_CALLS` holds a measured gain. Not hooked (XLA whatever the backend; same
+engine, which does not import the backends) with ``backend='pallas'``, and with ``'auto'``
+where `AUTO_CALLS` records a measured gain. Not hooked (XLA whatever the backend; same
 bits): the GEMM register path. On CPUs the kernels run in Pallas interpret mode (tests only:
 slow).
 
@@ -103,9 +103,15 @@ AUTO = {
 }
 
 #: backend='auto' on a GPU, direct builtin calls over waves (`call_kernel`): whether the family's
-#: kernel beats the models' XLA arithmetic there, same key as `AUTO`. Empty until timed
-#: (`benchmarks/bench_calls.py --backend pallas` beside the default): 'auto' calls run XLA
-AUTO_CALLS: dict = {}
+#: kernel beats the models' XLA arithmetic there, same key as `AUTO`; an unlisted key runs XLA.
+#: Timed on an H200 over 65536 waves (`benchmarks/bench_calls.py --backend pallas` beside
+#: ``--backend xla``, one process each; RESULTS.md "The whole grid on an H100"), MAC/s:
+AUTO_CALLS: dict = {
+    ("fused", True): True,  # fp8 cdna3 1.63e11, 1.17x
+    ("fused", False): True,  # bf16 cdna3 1.61e11, 1.58x; f16 cdna3 1.46e11, 1.02x
+    ("gfx12", False): True,  # f16 gfx12_dot4 1.29e11, 1.77x
+    ("exact", True): True,  # fp8 exact 1.86e11, 4.9x
+}
 
 #: default (tm, tn, num_warps) per (family, operand kind: '8bit' or the A type), the fastest
 #: of the H200 sweeps (benchmarks/RESULTS.md "Pallas backend"); any tile gives the same bits.
