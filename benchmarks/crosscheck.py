@@ -347,8 +347,16 @@ def run_key(key: Key):
         bits, info["error"] = None, f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
     info["seconds"] = round(time.perf_counter() - t0, 3)
     info["cpu_seconds"] = round(_cpu_seconds() - c0, 3)  # all threads: the cost on a busy machine
-    jax.clear_caches()  # bounded memory over a long grid
+    _RUN_SINCE_CLEAR[0] += 1
+    if _RUN_SINCE_CLEAR[0] >= CLEAR_EVERY:  # bounded memory over a long grid; the keys between
+        jax.clear_caches()  # clears share compiled programs (the packing, a builtin's other keys)
+        _RUN_SINCE_CLEAR[0] = 0
     return bits, info
+
+
+#: keys a process runs between two `jax.clear_caches` (1: clear after each key)
+CLEAR_EVERY = 16
+_RUN_SINCE_CLEAR = [0]
 
 
 def _cpu_seconds() -> float:
