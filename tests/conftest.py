@@ -66,6 +66,10 @@ DEFAULT_EVERY = {
     "test_siblings_gemm.py::test_register_path_equals_matrix_path": 2,
     "test_integer_clamp_hardware.py::test_dense_wmma_digests": 3,
     "test_jax_versions.py::test_odd_k_bf16_subnormals_survive_padding_and_pruning": 2,
+    # builtin calls on the kernels: every family's kernel bits have default GEMM cases
+    # (test_pallas.py), and the calls' own plumbing (clamped tiles, waves as grid rows) is the
+    # same for every family
+    "test_pallas_calls.py::test_call_on_kernel_bits": 2,
 }
 # Whole tests that run only with -m slow (a cheaper default test covers the same code):
 # wave blocks at every size (test_builtins' 4096-wave test runs blocks by default), the
