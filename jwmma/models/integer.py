@@ -58,7 +58,7 @@ def int_dot(a, b, int8: bool = False):
     #   GEMM had padded its operands before the dot (the padding fused into the product);
     # - in the one grid GEMM whose padded A was square (64 x 64 with K = 64: XLA laid A out
     #   M-minor through a bitcast, and its Triton GEMM read the transposed int8 operand
-    #   wrongly, whether B came as (K, N) or (N, K)); the 22 other int8 GEMMs of the grid, K
+    #   wrongly, whether B came as (K, N) or (N, K)); the int8 GEMMs of the 18 other builtins, K
     #   unlike M and N, were right.
     # So K becomes a multiple of _INT8_K that differs from M and N (zero columns of A and
     # rows of B: exact for integers), and a barrier hands the product whole operands
