@@ -50,8 +50,9 @@ On a GPU, ``--jobs N`` runs the grid in N processes (compiling is what takes the
 ``--save`` writes what is done every ``--save-every`` seconds and at the end; ``--resume``
 skips the keys a saved file already holds; ``--time-limit`` stops starting items (exit code 3
 for a partial run: run the same command again with ``--resume``). ``--keys`` / ``--skip-keys``
-take a file of keys (one a line) to run only those, or all but those: the keys a report flagged,
-or those a progress log shows done when the saved file was lost.
+take a file naming keys (any whitespace-separated word that is a key: a list, a ``--quiet``
+report, a progress log) to run only those, or all but those: the keys a report flagged, or
+those a progress log shows done when the saved file was lost.
 """
 from __future__ import annotations
 
@@ -646,9 +647,10 @@ def main(argv=None) -> int:
     ap.add_argument("--report", metavar="TXT", help="also write the comparison table here")
     ap.add_argument("--quiet", action="store_true", help="print only results that are not identical")
     ap.add_argument("--list", action="store_true", help="print the grid's keys and their count, run nothing")
-    ap.add_argument("--keys", metavar="TXT", help="only the grid's keys listed in this file (one a line)")
-    ap.add_argument("--skip-keys", metavar="TXT", help="not the grid's keys listed in this file (one a line), "
-                                                        "e.g. those an earlier run's log shows done")
+    ap.add_argument("--keys", metavar="TXT", help="only the grid's keys named in this file (any whitespace-"
+                                                  "separated word that is a key: a list, a report, a log)")
+    ap.add_argument("--skip-keys", metavar="TXT", help="not the grid's keys named in this file (as --keys), e.g. "
+                                                        "the progress log (stderr) of a run whose saved file was lost")
     args = ap.parse_args(argv)
     if not (args.save or args.compare or args.self or args.diff or args.list or args.strip):
         ap.error("give --save, --compare, --self, --diff, --strip or --list")

@@ -177,10 +177,10 @@ def test_save_load_and_diff(tmp_path):
 
 
 def test_key_files_select_and_skip(tmp_path, capsys):
-    """``--keys`` runs only the listed keys of the grid, ``--skip-keys`` all but them; a line
-    that is no key of the grid selects nothing."""
+    """``--keys`` runs only the named keys of the grid, ``--skip-keys`` all but them; the file
+    may be a progress log (words around the keys), and a word that is no key selects nothing."""
     wanted = "gemm|mfma_i32_32x32x16_i8|exact|matrix|xla"
-    (tmp_path / "k.txt").write_text(f"{wanted}\nnot-a-key\n")
+    (tmp_path / "k.txt").write_text(f"[1/2   0.1s] {wanted} 0.5s\nnot-a-key\n")
     base = ["--list", "--only", "mfma_i32_32x32x16_i8", "--parts", "gemm"]
     X.main(base)
     every = [line for line in capsys.readouterr().out.splitlines() if "|" in line]
