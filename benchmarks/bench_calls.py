@@ -5,7 +5,8 @@
 
 Rate = emulated multiply-adds = compressed products (waves x M x N x K/2) per second, the
 unit of benchmarks/RESULTS.md;
-the registers are placed on the device first, so host transfers are not timed. ``--mmasim``
+the registers are placed on the device first, so host transfers are not timed; ``first_s`` is
+the first call (trace, compile and run). ``--mmasim``
 also times MMA-Sim in the same run on the CDNA3-datapath rows (`rows.mmasim_rate`: its
 per-product rate on 16 rows of a 256-column GEMM of depth 2048) and prints the ratio.
 """
@@ -49,9 +50,11 @@ def main():
             jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))])
         fn = getattr(jwmma, name)
         kw = {} if args.backend is None else {"backend": args.backend}
-        sec = timed(lambda: fn(*regs, model=model, **kw), args.repeat).median
+        t = timed(lambda: fn(*regs, model=model, **kw), args.repeat)
+        sec = t.median
         macs = args.waves * spec.m * spec.n * spec.kc
-        out = dict(row=row, builtin=name, backend=args.backend or "auto", seconds=sec, mac_per_s=macs / sec)
+        out = dict(row=row, builtin=name, backend=args.backend or "auto", seconds=sec, mac_per_s=macs / sec,
+                   first_s=round(t.first, 3))  # trace, compile and run of the first call (issue 35)
         if args.mmasim:
             rate = mmasim_rate(name, model, 256, 2048)
             out.update(mmasim_mac_per_s=rate, speedup_vs_mmasim=None if rate is None else macs / sec / rate)
