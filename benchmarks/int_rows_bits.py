@@ -41,7 +41,7 @@ def dense_a(a) -> np.ndarray:
 
 def reference(a, b, c) -> np.ndarray:
     """C + A @ B wrapped to int32, exact (module doc)."""
-    s = dense_a(a).astype(np.float64) @ np.asarray(b).astype(np.int64).astype(np.float64)
+    s = dense_a(a).astype(np.float64) @ np.asarray(b).astype(np.float64)
     d = np.asarray(c).astype(np.int64) + s.astype(np.int64)
     return ((d + 2**31) % 2**32 - 2**31).astype(np.int32)
 
