@@ -1,0 +1,48 @@
+#!/bin/bash
+# One GPU round of checks and timings, in parts that each fit a 10-minute command:
+#
+#   benchmarks/gpu_round.sh OUT int            # integer GEMMs at scale against exact host sums
+#   benchmarks/gpu_round.sh OUT grid REF 480   # the whole crosscheck grid against REF (a CPU run
+#                                              #   saved with --save), resumable: run it again
+#   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
+#   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
+#
+# OUT is a folder for the reports. The grid's own save file stays in $TMPDIR (default /tmp)
+# between parts: keep it out of any folder the machine receives again, which would replace it.
+# REF is made on a CPU (JAX 0.11 where the GPU runs 0.11), e.g. with 2 processes in ~9 minutes:
+#   python benchmarks/crosscheck.py --save ref.npz --targets --models "$MODELS" \
+#       --paths matrix --backends xla --jobs 2 --quiet
+# with MODELS as below; the GPU runs both paths and both backends and compares each key with
+# the reference's key or its anchor (crosscheck.py's docstring).
+set -u
+out=$1; part=$2
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH=$here/..${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+MODELS="cdna3,cdna1,cdna2,gfx12_dot4,gfx11_dot2,exact,cdna4_mx,staged_clamp,CDNA2(group=2),fma_chain"
+py=${PYTHON:-python3}
+case $part in
+int)
+    # the grid's one int8 GEMM that XLA:GPU once got wrong (53 x 51 x 53), then sizes of the rows
+    $py "$here/int_rows_bits.py" --rows mfma_i32_32x32x16_i8 mfma_int8_942 --shapes 53x51x53 53x51x69 | tee "$out/int_bits.txt"
+    $py "$here/int_rows_bits.py" --shapes 2048x2048x2112 4096x2048x4096 4096 | tee -a "$out/int_bits.txt"
+    $py "$here/int_rows_bits.py" --rows int8_cdna4 mfma_int8_942 --shapes 8192 | tee -a "$out/int_bits.txt"
+    ;;
+grid)
+    ref=$3; limit=${4:-480}
+    $py "$here/crosscheck.py" --targets --models "$MODELS" --compare "$ref" --save "${TMPDIR:-/tmp}/gpu_round_grid.npz" \
+        --resume --jobs "${JOBS:-14}" --time-limit "$limit" --quiet --report "$out/grid_report.txt" \
+        2> "$out/grid_progress.log"
+    echo "crosscheck exit $? (3: time limit reached, run this part again)"
+    ;;
+rows)
+    $py "$here/bench_rows.py" --reps 3 --json "$out/rows.json" | tee "$out/rows.txt"
+    ;;
+calls)
+    $py "$here/bench_calls.py" --backend pallas --repeat 3 \
+        --rows fp8:cdna3 f16c:cdna3 bf16:cdna3 f16:gfx12_dot4 fp8:exact | tee "$out/calls.txt"
+    ;;
+*)
+    echo "unknown part $part: int, grid, rows or calls" >&2; exit 2
+    ;;
+esac
