@@ -195,7 +195,10 @@ def test_unknown_builtin(capsys):
     rc, _, err = run(capsys, "layout", "__builtin_amdgcn_smfmac_f32_16x16x64_f16", "-o", "c", "--lane", "64")
     assert rc == 2 and "lanes 0..63" in err
     rc, _, err = run(capsys, "layout", "smfmac_f32_16x16x64_f16", "--element", "16,0")
-    assert rc == 2 and "outside" in err
+    assert rc == 2 and "--element 16,0: A is 16x32; element (16, 0) is outside it" in err
+    # D (C's layout) with --json and --grid: the refusal names the option too
+    rc, out, err = run(capsys, "layout", "swmmac_i32_16x16x64_iu4_w32", "-o", "d", "--element=99,0", "--grid", "--json")
+    assert rc == 2 and out == "" and "--element 99,0: C is 16x16; element (99, 0) is outside it" in err
     rc, _, err = run(capsys, "demo", "--builtin", "nonsense")
     assert rc == 2 and "unknown builtin" in err
     # a demo builtin whose demo case runs none of the named models: refused, not an empty table

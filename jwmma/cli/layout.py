@@ -63,8 +63,8 @@ def cmd_layout(args) -> int:
             raise CliError(f"--element takes ROW,COL, got {args.element!r}")
         try:
             view.where_is(spec, operand, *element, index_set=args.index_set, opsel=args.opsel)
-        except ValueError as e:
-            raise CliError(str(e)) from None
+        except ValueError as e:  # named after the option, as every other refusal here
+            raise CliError(f"--element {args.element}: {e}") from None
     if args.json:
         rows = view.entries(spec, operand, args.index_set, args.opsel)
         rows = [r for r in rows if (lanes is None or r.lane in lanes) and (element is None or [r.row, r.col] == element)]
