@@ -28,7 +28,7 @@ from .index import check_blgp, check_broadcast, index_offset, report_violations
 from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
 from .step import context, step
-from .validation import (as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
+from .validation import (as_array, batch_shape, is_concrete, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
                          fail_if)
 
 __all__ = ["call", "call_kernel", "set_call_kernels", "make", "run_call", "run_registers", "run_waves", "wave_block",
@@ -63,7 +63,7 @@ def call_kernel(spec: BuiltinSpec, model, options):
 
 def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=None, *, s: int, options,
                a_signed=True, b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0),
-               broadcast: tuple = (0, 0), half: int = 0, kernels: bool = False):
+               broadcast: tuple = (0, 0), half: int = 0, kernels: bool = False, normal_values: bool = False):
     """One builtin call on validated, broadcast registers (jitted as `run_registers`).
 
     Args:
@@ -74,7 +74,9 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         f32 MFMA's B lane pattern (f64: the negation bits of A, B, C); opsel: the scale bytes (scale_a's, scale_b's); broadcast:
         a multi-block MFMA's (cbsz, abid), the A block each block computes with; kernels:
         the instruction on a backend's kernel where one is registered for these options
-        (`call_kernel`; direct calls only, not the GEMM register path's steps).
+        (`call_kernel`; direct calls only, not the GEMM register path's steps);
+        normal_values: the host checked the operands with `Model.normal_operands`
+        (`Context.normal_values`).
     Returns:
         D registers of c's shape and dtype.
     """
@@ -99,8 +101,12 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
         pos = jnp.zeros((*a_mat.shape[:-2], spec.m, spec.kc), jnp.int32)
     kernel = call_kernel(spec, model, options) if kernels else None
-    d = (step if kernel is None else kernel)(spec, model, a_mat, pos, b_mat, c_mat, options=options,
-                                             a_signed=a_signed, b_signed=b_signed, clamp=clamp)
+    if kernel is None:
+        d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
+                 clamp=clamp, normal_values=normal_values)
+    else:
+        d = kernel(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
+                   clamp=clamp)
     d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
     d = d.astype(jnp.int64 if spec.c.elem_bits == 64 else jnp.int32)  # f64: int64 bit patterns
     d_lanes = fragments.matrix_to_lanes(spec.c_layout, d)
@@ -111,7 +117,8 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
 
 #: the jitted kernel of every builtin call (also issued per K step by the GEMM register path)
 run_registers = jax.jit(_registers, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed",
-                                                     "clamp", "blgp", "opsel", "broadcast", "half", "kernels"))
+                                                     "clamp", "blgp", "opsel", "broadcast", "half", "kernels",
+                                                     "normal_values"))
 
 
 def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
@@ -125,7 +132,7 @@ def wave_block(spec: BuiltinSpec, model, ctx, options, waves: int) -> int:
 
 def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
            b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0),
-           half: int = 0):
+           half: int = 0, normal_values: bool = False):
     """`_registers` on (W, lanes, n) registers, W waves cut into blocks (`wave_block`) run one
     after the other (lax.map): every wave is independent, so no bit changes, and memory is
     the operands, D and one block's working set at any W. On a backend's kernel
@@ -133,7 +140,8 @@ def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, 
     w = a.shape[0]
     kernel = call_kernel(spec, model, options) is not None
     run = functools.partial(_registers, spec, model, s=s, options=options, a_signed=a_signed, b_signed=b_signed,
-                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half, kernels=kernel)
+                            clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half, kernels=kernel,
+                            normal_values=normal_values)
     bw = w if kernel else wave_block(spec, model, context(spec, clamp), options, w)
     if bw >= w:
         return run(a, b, c, idx, scale_a, scale_b)
@@ -150,7 +158,7 @@ def _waves(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, 
 
 #: a direct builtin call: the kernel over blocks of waves
 run_waves = jax.jit(_waves, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
-                                             "blgp", "opsel", "broadcast", "half"))
+                                             "blgp", "opsel", "broadcast", "half", "normal_values"))
 
 
 def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, clamp=False, model=None,
@@ -201,9 +209,23 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.blocks * spec.m * spec.kc * spec.n, m,
                   (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, broadcast, half,
                    shapes_key(a, b, c, idx, *scales)))
+    normal_values = _normal_values(spec, m, opts, a, b, clamp)
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
-                        clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half)
+                        clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half,
+                        normal_values=normal_values)
+
+
+def _normal_values(spec: BuiltinSpec, model, options, a, b, clamp) -> bool:
+    """`Model.normal_operands` on the call's A and B registers, where they are concrete (a CPU
+    call outside a user's jit or vmap; traced registers and other platforms: False, nothing
+    is read). Only 16-bit float elements are looked at (bf16, the one format a model checks):
+    their registers hold one element each."""
+    if options.platform != "cpu" or spec.a.elem_bits != 16 or spec.b.elem_bits != 16 or spec.integer:
+        return False
+    if not (is_concrete(a) and is_concrete(b)):
+        return False
+    return model.normal_operands(context(spec, clamp), options, a, b)
 
 
 def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
@@ -225,7 +247,7 @@ def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
 
 def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, options, a_signed=True,
           b_signed=True, clamp=False, blgp: int = 0, opsel: tuple = (0, 0), broadcast: tuple = (0, 0),
-          half: int = 0):
+          half: int = 0, normal_values: bool = False):
     """A whole builtin call on validated registers as one program (jitted as `run_call`):
     broadcast the waves, flatten them, `_waves`, and D back in C's shape and dtype. Nothing
     runs outside it: every eager JAX operation on a new shape would compile a program of its
@@ -238,14 +260,14 @@ def _call(spec: BuiltinSpec, model, a, b, c, idx, scale_a, scale_b, *, s: int, o
     w = int(np.prod(batch, dtype=np.int64))
     flat = [x.reshape((w,) + x.shape[len(batch):]) for x in (a, b, c, idx, sa, sb)]
     d = _waves(spec, model, *flat, s=s, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp,
-               blgp=blgp, opsel=opsel, broadcast=broadcast, half=half)
+               blgp=blgp, opsel=opsel, broadcast=broadcast, half=half, normal_values=normal_values)
     d = d.reshape(batch + d.shape[1:])
     return d if d.dtype == c_dtype else lax.bitcast_convert_type(d, c_dtype)
 
 
 #: a direct builtin call, validation aside: one program per builtin, model, options and shapes
 run_call = effort_jit(_call, static_argnames=("spec", "model", "s", "options", "a_signed", "b_signed", "clamp",
-                                             "blgp", "opsel", "broadcast", "half"))
+                                             "blgp", "opsel", "broadcast", "half", "normal_values"))
 
 
 # ------------------------------------------------------------------------ the functions

@@ -14,6 +14,8 @@ hardware steps through them, and need no dense case of their own.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 
@@ -104,7 +106,8 @@ def dense_as_sparse(a_codes, b_codes):
     return pos, spread
 
 
-def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signed=True, b_signed=True, clamp=False):
+def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signed=True, b_signed=True, clamp=False,
+         normal_values: bool = False):
     """D of one instruction on whole matrices.
 
     Args:
@@ -113,12 +116,15 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signe
         (..., M, K); block-scaled builtins' codes are ``element | scale << 8``,
         `split_scaled`); b_codes: (..., Kd, N); c: (..., M, N) accumulator
         bit patterns (floats) or int32 values; options: resolved `jwmma.Options`;
-        a_signed, b_signed, clamp: the integer modifiers.
+        a_signed, b_signed, clamp: the integer modifiers; normal_values: the operands passed
+        `Model.normal_operands` on the host (`Context.normal_values`).
     Returns:
         (..., M, N) int32: result bit patterns (floats) or values (integers). Must run inside
         `x64_scope()`.
     """
     ctx = context(spec, clamp)
+    if normal_values:
+        ctx = dataclasses.replace(ctx, normal_values=True)
     if spec.scaled:  # elements and their block scales, A (..., M, K) and B (..., K, N) as they are
         (a_el, sa), (b_el, sb) = split_scaled(a_codes), split_scaled(b_codes)
         return model.scaled_instruction(ctx, decode_operand(spec.a_type, a_el), sa, decode_operand(spec.b_type, b_el),

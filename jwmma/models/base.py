@@ -49,7 +49,9 @@ class Context:
     its compressed products, step -> compressed position, where its table row declares one
     (None: compressed-K order; read by `FMAChain(order='register')`); ``scale_block``: K
     elements per E8M0 scale of a block-scaled builtin (0: not scaled; only models that
-    implement `Model.scaled_instruction` apply).
+    implement `Model.scaled_instruction` apply); ``normal_values``: the caller checked the
+    operands on the host with `Model.normal_operands`, which the model's instruction may rely
+    on (False: nothing is known about them).
     """
 
     a: FloatFormat | None
@@ -59,11 +61,13 @@ class Context:
     arch: str = ""
     chain_order: tuple | None = None
     scale_block: int = 0
+    normal_values: bool = False
 
     FIELDS: ClassVar[dict] = {
         "a": Instance(cls=FloatFormat, optional=True), "b": Instance(cls=FloatFormat, optional=True),
         "c": Instance(cls=FloatFormat, optional=True), "clamp": Bool(), "arch": Text(),
         "chain_order": TupleOf(item=Int(lo=0), optional=True), "scale_block": Int(lo=0),
+        "normal_values": Bool(),
     }
 
     def __post_init__(self):
@@ -163,6 +167,20 @@ class Model(metaclass=_Checked):
         """Whether a GEMM of many instructions (each step's D the next one's C) equals C plus all
         its products in any order and grouping, so that the GEMM drivers may form it as one
         matrix product: True only for exact, associative arithmetic (integers that wrap)."""
+        return False
+
+    def normal_operands(self, ctx: Context, options, a_codes, b_codes) -> bool:
+        """Check, before tracing, of concrete operands: whether the instruction may take them as
+        ``Context(normal_values=True)`` (a faster program with the same bits for such
+        operands; `FusedGroups` on bf16). False here: no model relies on it by default.
+
+        Args:
+            ctx: the `Context`; options: resolved `jwmma.Options`; a_codes, b_codes: concrete
+                arrays (numpy or JAX, not traced) holding one A or B element each (16-bit
+                registers), any shapes.
+        Returns:
+            A Python bool.
+        """
         return False
 
     def scaled_instruction(self, ctx: Context, a, sa, b, sb, c, options):
