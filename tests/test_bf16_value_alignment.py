@@ -89,3 +89,20 @@ def test_bf16_classes_match_the_reference(cls, model, prm):
     if cls == "normal":  # traced registers (a user's jit): nothing is known of them, the same bits
         jitted = jax.jit(lambda *r: getattr(jwmma, name)(*r, model=model, options=FULL))(*regs)
         assert np.array_equal(np.asarray(jitted).view(np.uint32), d.view(np.uint32))
+
+
+@pytest.mark.parametrize("cls", ["normal", "below_window", "subnormal"])
+def test_bf16_gemm_value_program_keeps_the_bits(cls):
+    """`jwmma.gemm`'s matrix path takes the value program for concrete bf16 operands too
+    (K steps of the builtin): its bits equal the general program's, which a user's jit gets
+    (nothing is known of traced operands), on each side of the limits."""
+    name = "mfma_f32_16x16x16bf16_1k"  # a dense row: the sparse rows' arithmetic is the call test's
+    rng = np.random.default_rng(R.seed_of(name, cls))
+    m, n, k = 37, 29, 80
+    a = np.stack([_codes(rng, cls, (m, k), "a") for _ in range(2)]).astype(np.uint16).view(jwmma.BUILTINS[name].a_format.dtype)
+    b = _codes(rng, cls, (k, n), "b").astype(np.uint16).view(jwmma.BUILTINS[name].b_format.dtype)
+    c = (rng.standard_normal((2, m, n)) * np.ldexp(1.0, rng.integers(-30, 30, (2, m, n)))).astype(np.float32)
+    c[:, 0, 0] = 0
+    run = lambda a, b, c: jwmma.gemm(a, b, c, builtin=name, options=FULL)  # noqa: E731
+    eager, traced = np.asarray(run(a, b, c)), np.asarray(jax.jit(run)(a, b, c))
+    assert np.array_equal(eager.view(np.uint32), traced.view(np.uint32)), f"{cls}: the programs differ"

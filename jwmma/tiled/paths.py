@@ -149,7 +149,8 @@ def _scan_steps(body, init, xs, steps):
     return lax.scan(guarded, init, (jnp.arange(n, dtype=jnp.int32), xs))[0]
 
 
-def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, steps=None):
+def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_signed, clamp, steps=None,
+                 normal_values=False):
     if model.gemm_sum(context(spec, clamp)):  # order-free (wrapping integers): one product for all K steps
         return _gemm_sum(a_codes, pos, b_codes, c, spec=spec, a_signed=a_signed, b_signed=b_signed)
     tm, tn = matrix_tile(spec, c.shape[-2], c.shape[-1], options)
@@ -163,7 +164,7 @@ def _matrix_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, b_
         p_t = tiles(p, tm, spec.kc)
         b_t = tiles(b, spec.k, tn)  # (..., 1, TN, k, tn)
         return step(spec, model, a_t, p_t, b_t, acc, options=options, a_signed=a_signed, b_signed=b_signed,
-                    clamp=clamp)
+                    clamp=clamp, normal_values=normal_values)
 
     return untile(_scan_steps(body, tiles(c, tm, tn), (a_s, p_s, b_s), steps))
 
@@ -246,8 +247,9 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
     return untile(_unstack_blocks(d, nb, tm, tn) if nb > 1 else d)
 
 
-@effort_jit(static_argnames=_STATIC + ("path", "s", "form", "dims"))
-def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, path, s, form, dims, extent=None):
+@effort_jit(static_argnames=_STATIC + ("path", "s", "form", "dims", "normal_values"))
+def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, path, s, form, dims, extent=None,
+              normal_values=False):
     """D values of a whole GEMM from its checked operands as given (`operands.inputs`): the
     operands of each block are converted to codes and padded inside the bounded loop
     (`jwmma.tiled.blocks`), so no int32 copy of the batch is ever made (the same bits as
@@ -261,6 +263,8 @@ def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, 
             operands are a bucket's (`jwmma.tiled.buckets`), zero-padded from a GEMM of that
             extent, and only its blocks and K steps run (`blocks.run_extent`); dims must then
             be tile multiples and the outputs past the extent are left zero.
+        normal_values: the operands passed `Model.normal_operands` on the host
+            (`Context.normal_values`; the matrix path's steps).
     Returns:
         (*batch, M, N) D in the accumulator's dtype.
     """
@@ -284,7 +288,8 @@ def gemm_path(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, 
     kw = dict(spec=spec, model=model, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
     if extent is not None:  # a bucket's operands: only the extent's K steps
         kw["steps"] = (extent[2] + spec.k - 1) // spec.k
-    kernel = functools.partial(_matrix_rows, **kw) if path == "matrix" else functools.partial(_register_rows, **kw, s=s)
+    kernel = functools.partial(_matrix_rows, **kw, normal_values=normal_values) if path == "matrix" else \
+        functools.partial(_register_rows, **kw, s=s)
     common = dict(spec=spec, model=model, ctx=context(spec, clamp), options=options, batch=batch, out_dtype=words)
     if extent is not None:
         if (m, n) != (mp, np_) or k != kp:
