@@ -27,8 +27,8 @@ from . import fragments
 from .index import check_blgp, check_broadcast, index_offset, report_violations
 from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
-from .step import context, step
-from .validation import (as_array, batch_shape, is_concrete, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
+from .step import context, normal_values_of, step
+from .validation import (as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
                          fail_if)
 
 __all__ = ["call", "call_kernel", "set_call_kernels", "make", "run_call", "run_registers", "run_waves", "wave_block",
@@ -209,23 +209,10 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
     opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.blocks * spec.m * spec.kc * spec.n, m,
                   (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, broadcast, half,
                    shapes_key(a, b, c, idx, *scales)))
-    normal_values = _normal_values(spec, m, opts, a, b, clamp)
     with x64_scope():
         return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
                         clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half,
-                        normal_values=normal_values)
-
-
-def _normal_values(spec: BuiltinSpec, model, options, a, b, clamp) -> bool:
-    """`Model.normal_operands` on the call's A and B registers, where they are concrete (a CPU
-    call outside a user's jit or vmap; traced registers and other platforms: False, nothing
-    is read). Only 16-bit float elements are looked at (bf16, the one format a model checks):
-    their registers hold one element each."""
-    if options.platform != "cpu" or spec.a.elem_bits != 16 or spec.b.elem_bits != 16 or spec.integer:
-        return False
-    if not (is_concrete(a) and is_concrete(b)):
-        return False
-    return model.normal_operands(context(spec, clamp), options, a, b)
+                        normal_values=normal_values_of(spec, m, opts, a, b, clamp))
 
 
 def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:

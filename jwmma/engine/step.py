@@ -14,8 +14,6 @@ hardware steps through them, and need no dense case of their own.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
@@ -23,14 +21,23 @@ from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 from ..models.base import Context
 from ..numerics.formats import decode, decode_int, pack_fields, unpack_fields
+from .validation import is_concrete
 
-__all__ = ["context", "decode_operand", "split_scaled", "select_rows", "selector", "dense_as_sparse", "step"]
+__all__ = ["context", "normal_values_of", "decode_operand", "split_scaled", "select_rows", "selector", "dense_as_sparse", "step"]
 
 
-def context(spec: BuiltinSpec, clamp: bool = False) -> Context:
-    """The model `Context` of a builtin (its operand formats) with the clamp modifier."""
+def context(spec: BuiltinSpec, clamp: bool = False, normal_values: bool = False) -> Context:
+    """The model `Context` of a builtin (its operand formats) with the clamp modifier and what
+    the host found of the operands (`normal_values_of`)."""
     return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch, spec.chain_order,
-                   spec.scale_block)
+                   spec.scale_block, normal_values)
+
+
+def normal_values_of(spec: BuiltinSpec, model, options, a, b, clamp: bool = False) -> bool:
+    """`Model.normal_operands` on concrete operands ``a``, ``b`` (a call's registers or a GEMM's
+    checked operands: one element each), before tracing; traced operands (a user's jit or
+    vmap): False, nothing is read. The value for `step`'s ``normal_values``."""
+    return is_concrete(a) and is_concrete(b) and bool(model.normal_operands(context(spec, clamp), options, a, b))
 
 
 def decode_operand(type_name: str, codes, signed: bool = True):
@@ -122,9 +129,7 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signe
         (..., M, N) int32: result bit patterns (floats) or values (integers). Must run inside
         `x64_scope()`.
     """
-    ctx = context(spec, clamp)
-    if normal_values:
-        ctx = dataclasses.replace(ctx, normal_values=True)
+    ctx = context(spec, clamp, normal_values)
     if spec.scaled:  # elements and their block scales, A (..., M, K) and B (..., K, N) as they are
         (a_el, sa), (b_el, sb) = split_scaled(a_codes), split_scaled(b_codes)
         return model.scaled_instruction(ctx, decode_operand(spec.a_type, a_el), sa, decode_operand(spec.b_type, b_el),

@@ -304,7 +304,8 @@ class FusedGroups(F32FusedModel):
         """
         fa, fb = ctx.a, ctx.b
         mab = fa.mbits + fb.mbits
-        if self._by_values(a, b, float_alignment) and fa.max_exp + fb.max_exp + 2 <= 128:
+        may_overflow = fa.max_exp + fb.max_exp + 2 > 128  # only bf16 products can reach 2**128
+        if self._by_values(a, b, float_alignment) and not may_overflow:
             # exact f32 values (f16, fp8): the f32 product is IEEE's special product (NaN factor or
             # Inf times zero: NaN; otherwise +-Inf), and finite products cannot overflow (bf16
             # products can: their flags come from the fields, with values or without)
@@ -312,7 +313,7 @@ class FusedGroups(F32FusedModel):
             return jnp.isnan(V), V == jnp.inf, V == -jnp.inf
         nan_p, pinf_p, ninf_p = product_specials(a, b)
         extra = ()
-        if fa.max_exp + fb.max_exp + 2 > 128:  # only bf16 products can reach 2**128
+        if may_overflow:
             P = a.sig * b.sig
             neg = (a.sign ^ b.sign) == 1
             finite_p = ~(a.nan | a.inf | b.nan | b.inf)
@@ -457,8 +458,8 @@ def with_normal_values(fmt, f):
     zero or normal number, built from its fields by integer bits (no float operation, so no
     flushing); meaningless for subnormal, NaN and Inf numbers, which `normal_operands` keeps
     out."""
-    mbits = fmt.mbits
-    bits = jnp.where(f.sig == 0, 0, ((f.exp + 127) << 23) | ((f.sig & ((1 << mbits) - 1)) << (23 - mbits)))
+    mant = (f.sig & ((1 << fmt.mbits) - 1)) << (F32.mbits - fmt.mbits)
+    bits = jnp.where(f.sig == 0, 0, ((f.exp + F32.bias) << F32.mbits) | mant)
     return f._replace(val=with_sign(lax.bitcast_convert_type(bits, jnp.float32), f.sign))
 
 

@@ -21,8 +21,8 @@ from ..engine import fragments
 from ..engine.index import index_offset
 from ..engine.effort import settle, shapes_key
 from ..engine.options import resolve as resolve_options
-from ..engine.step import context
-from ..engine.validation import as_array, check_static_bool, is_concrete
+from ..engine.step import context, normal_values_of
+from ..engine.validation import as_array, check_static_bool
 from ..isa.table import lookup
 from ..numerics.rounding import x64_scope
 from ..backends import pallas
@@ -263,14 +263,13 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
         opts = settle(opts, _products(spec, ins.batch, *real), m_obj,
                       (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, form, (ins.m, ins.n, ins.k, ins.batch),
                        shapes_key(ins.a, ins.pos, ins.b, ins.c)))
-        # concrete bf16 operands a model can take faster (`Model.normal_operands`; host numpy)
-        normal = (path == "matrix" and is_concrete(ins.a) and is_concrete(ins.b)
-                  and m_obj.normal_operands(context(spec, clamp), opts, ins.a, ins.b))
+        # concrete operands a model can take faster (bf16: `Model.normal_operands`, host numpy)
+        normal = path == "matrix" and normal_values_of(spec, m_obj, opts, ins.a, ins.b, clamp)
         with x64_scope():  # operands (floats as bits) converted block by block inside the bounded loop
             d = paths.gemm_path(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
                                 a_signed=a_signed, b_signed=b_signed, clamp=clamp, path=path, s=s,
                                 form=form, dims=(ins.m, ins.n, ins.k, ins.batch), extent=extent,
-                                normal_values=bool(normal))
+                                normal_values=normal)
         if bucket is not None:  # cut on the host: no program per shape
             d = jax.device_put(np.ascontiguousarray(np.asarray(d)[..., : real[0], : real[1]]))
         return float64_out(spec, d)
