@@ -338,6 +338,16 @@ def is_nonzero(dtype, v) -> bool:
     return (bits & ~(1 << (dtype.itemsize * 8 - 1))) != 0
 
 
+def nonzero_mask(x) -> np.ndarray:
+    """`is_nonzero` of every element, on the bits (no element passes through a Python float,
+    which would quieten a signalling NaN and raise numpy's invalid-value warning)."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iu" or x.dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)):
+        return x.astype(np.int64) != 0
+    b = float_bits(x).astype(np.uint64)
+    return (b & ~np.uint64(1 << (x.dtype.itemsize * 8 - 1))) != 0
+
+
 def compress_reference(x):
     """(…, K) 2:4 -> (values (…, K/2) bit-copied, positions (…, K/2) int, pad mask (…, K/2)
     True where the slot is hipSPARSELt padding, i.e. compare it as 'a zero of either sign').
