@@ -6,6 +6,10 @@
 #                                              #   saved with --save), resumable: run it again
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
+#   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
+#                                              # the crosscheck keys listed in KEYS against REF, once
+#                                              #   under each code tree (a folder holding a jwmma/):
+#                                              #   which commit or change a GPU difference comes from
 #
 # OUT is a folder for the reports. The grid's own save file stays in $TMPDIR (default /tmp)
 # between parts: keep it out of any folder the machine receives again, which would replace it.
@@ -42,7 +46,15 @@ calls)
     $py "$here/bench_calls.py" --backend pallas --repeat 3 \
         --rows fp8:cdna3 f16c:cdna3 bf16:cdna3 f16:gfx12_dot4 fp8:exact | tee "$out/calls.txt"
     ;;
+trees)
+    keys=$3; ref=$4; shift 4
+    for tree in "$@"; do
+        echo "== $tree" | tee -a "$out/trees.txt"
+        PYTHONPATH=$tree $py "$here/crosscheck.py" --targets --models "$MODELS" --keys "$keys" --compare "$ref" \
+            --jobs "${JOBS:-4}" --quiet 2>&1 | grep -v "^\[" | tee -a "$out/trees.txt"
+    done
+    ;;
 *)
-    echo "unknown part $part: int, grid, rows or calls" >&2; exit 2
+    echo "unknown part $part: int, grid, rows, calls or trees" >&2; exit 2
     ;;
 esac
