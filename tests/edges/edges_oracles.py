@@ -330,17 +330,14 @@ def prune_hipsparselt(x) -> np.ndarray:
 
 
 def is_nonzero(dtype, v) -> bool:
-    """-0.0 counts as zero, NaN as non-zero."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu" or dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)):
-        return int(v) != 0
-    bits = int(float_bits(np.asarray([v], dtype))[0])
-    return (bits & ~(1 << (dtype.itemsize * 8 - 1))) != 0
+    """-0.0 counts as zero, NaN as non-zero (`nonzero_mask` of one element)."""
+    return bool(nonzero_mask(np.asarray([v], np.dtype(dtype)))[0])
 
 
 def nonzero_mask(x) -> np.ndarray:
-    """`is_nonzero` of every element, on the bits (no element passes through a Python float,
-    which would quieten a signalling NaN and raise numpy's invalid-value warning)."""
+    """Which elements are non-zero: -0.0 counts as zero, NaN as non-zero. On the bits: no
+    element passes through a Python float, which would quieten a signalling NaN and raise
+    numpy's invalid-value warning."""
     x = np.asarray(x)
     if x.dtype.kind in "iu" or x.dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)):
         return x.astype(np.int64) != 0
