@@ -101,12 +101,9 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
         pos = jnp.zeros((*a_mat.shape[:-2], spec.m, spec.kc), jnp.int32)
     kernel = call_kernel(spec, model, options) if kernels else None
-    if kernel is None:
-        d = step(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
-                 clamp=clamp, normal_values=normal_values)
-    else:
-        d = kernel(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed,
-                   clamp=clamp)
+    # the host's finding reaches the XLA step only (the kernels have no value program)
+    run = functools.partial(step, normal_values=normal_values) if kernel is None else kernel
+    d = run(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
     d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
     d = d.astype(jnp.int64 if spec.c.elem_bits == 64 else jnp.int32)  # f64: int64 bit patterns
     d_lanes = fragments.matrix_to_lanes(spec.c_layout, d)
