@@ -231,19 +231,25 @@ def _f32_value(fmt: FloatFormat, sign, sig, exp, nan, inf):
 
 def with_sign(mag: jnp.ndarray, sign: jnp.ndarray) -> jnp.ndarray:
     """``mag`` with its sign bit set where ``sign`` is 1: ``-mag`` for every ``mag`` whose sign
-    bit is clear (+0, positive, +Inf, +NaN), -0 included.
+    bit is clear, -0 included.
 
     Args:
-        mag: float32 or float64 array, sign bit clear.
+        mag: float32 array (+0, positive, +Inf or +NaN), or float64 array of finite values that
+            are 0 or normal (``fields_to_f64``: every value of a 32-bit or narrower format is).
         sign: 0/1 integers, broadcastable to ``mag``.
     Returns:
         ``mag``'s dtype and shape.
 
-    By integer bits, never ``-mag``: Pallas' Triton lowering computes a negation as 0 - x,
-    which gives +0 for x = +0 (an H100 returned +0 where every product and C were -0)."""
-    itype = {4: jnp.int32, 8: jnp.int64}[jnp.dtype(mag.dtype).itemsize]
-    top = 8 * jnp.dtype(mag.dtype).itemsize - 1
-    bits = lax.bitcast_convert_type(mag, itype) | (jnp.asarray(sign).astype(itype) << top)
+    Never ``-mag``: Pallas' Triton lowering computes a negation as 0 - x, which gives +0 for
+    x = +0 (an H100 returned +0 where every product and C were -0). Each dtype takes the one
+    form that held on every platform:
+    - float32 by integer bits: a multiply would flush its subnormals on XLA:CPU.
+    - float64 by a multiply with +-1.0, exact for these normal values. Its integer-bits form
+      made XLA:GPU (JAX 0.11.2, H100) round 76 `exact` crosscheck keys 1-2 ulp off: the
+      builtins of 32 or more products, whose float64 band sums follow this value."""
+    if jnp.dtype(mag.dtype) == jnp.float64:
+        return mag * jnp.where(jnp.asarray(sign) == 1, -1.0, 1.0).astype(jnp.float64)
+    bits = lax.bitcast_convert_type(mag, jnp.int32) | (jnp.asarray(sign).astype(jnp.int32) << 31)
     return lax.bitcast_convert_type(bits, mag.dtype)
 
 
