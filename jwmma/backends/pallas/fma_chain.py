@@ -35,8 +35,14 @@ chain's order is one pattern of n products repeated (`chain_segments`; n = `DEFA
 unit spilled registers and took 40 s to compile (`DEFAULT_RUN`); a chain_run of the unit's
 length unrolls it.
 
-Slow path (tile-wide `lax.cond`): a subnormal accumulator at the start of the unit (its value
-must survive additions of zero products, which a flushing add would lose) or bf16 products
+A subnormal accumulator at the start of the unit must survive additions of zero products,
+which a flushing add would lose. For fp8, bf8 and f16 factors the fast path starts from a
+normal stand-in of its sign instead, far below half an ulp of any nonzero product: the first
+nonzero product absorbs either one exactly, and a result equal to the stand-in (all products
+zero) is the accumulator itself (`make_step`'s ``step``). This keeps the float64 emulation
+out of those kernels, nearly half of the fp8 chain kernel's Triton compile.
+
+Slow path (tile-wide `lax.cond`), for bf16 factors: a subnormal accumulator, or products
 outside the window: the model's float64 emulation (TwoSum, round to odd, integer rounding),
 in a loop over runs of the chain (not unrolled).
 """
@@ -188,6 +194,10 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     # static: products always exact normal f32 with last bit >= 2**-102 (fp8, bf8, f16)
     always = (kl.exactly_f32(fa) and kl.exactly_f32(fb) and fa.max_exp + fb.max_exp + 2 <= 127
               and fa.min_exp + fb.min_exp - fa.mbits - fb.mbits >= -102)
+    # the stand-in for a subnormal accumulator (`step`): 2**-25 of the smallest product, a
+    # normal f32 (static; None: the float64 slow path instead)
+    stand_in_exp = fa.min_exp - fa.mbits + fb.min_exp - fb.mbits - 25
+    stand_in = ((stand_in_exp + 127) << F32.mbits) if always and stand_in_exp >= -126 else None
 
     def widen(acc):
         """f32 bits of the accumulator (a 16-bit C widens exactly; a NaN keeps sign and
@@ -275,15 +285,24 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
 
     def step(view, acc):
         bits = widen(acc)
-        sub = kl.tile_any(((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0))  # subnormal acc
+        subnormal = ((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0)
         sa, sb = view.summaries()
-        if always:
-            ok = ~sub
-        else:
+        if stand_in is not None:
+            # a subnormal accumulator s: the fast path from the normal stand-in t of s's sign
+            # instead, t below half an ulp of every nonzero product. Each product of zero keeps
+            # s (and t); the first nonzero product p absorbs either one exactly (RN(p + s) =
+            # RN(p + t) = p), after which both chains are one. So the result is s where the
+            # stand-in's is t, which no other sum can be (every nonzero partial sum is a
+            # multiple of the smallest product, far above t), and no float op sees a subnormal.
+            t = (bits & INT_MIN) | stand_in
+            out = fast(view, jnp.where(subnormal, t, bits))
+            out = jnp.where(subnormal & (out == t), bits, out)
+        elif always:
+            out = kl.cond(~kl.tile_any(subnormal), lambda: fast(view, bits), lambda: slow(view, bits))
+        elif both_f32:
             # no subnormal operand (bf16), products exact normal with last bit >= 2**-102
-            ok = (~sub & ~sa.tiny & ~sb.tiny & (sa.emin + sb.emin - fa.mbits - fb.mbits >= -102)
+            ok = (~kl.tile_any(subnormal) & ~sa.tiny & ~sb.tiny & (sa.emin + sb.emin - fa.mbits - fb.mbits >= -102)
                   & (sa.emax + sb.emax + 2 <= 127))
-        if both_f32:
             out = kl.cond(ok, lambda: fast(view, bits), lambda: slow(view, bits))
         else:
             out = slow(view, bits)
