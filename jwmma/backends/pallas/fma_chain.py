@@ -54,7 +54,7 @@ from jax import lax
 
 from ...numerics.formats import BF16, F16, F32
 from ...models.base import Context
-from ...models.fma_chain import FMAChain
+from ...models.fma_chain import FMAChain, stand_in_bits
 
 from . import kernel_lib as kl
 from .driver import Kernel
@@ -194,10 +194,8 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     # static: products always exact normal f32 with last bit >= 2**-102 (fp8, bf8, f16)
     always = (kl.exactly_f32(fa) and kl.exactly_f32(fb) and fa.max_exp + fb.max_exp + 2 <= 127
               and fa.min_exp + fb.min_exp - fa.mbits - fb.mbits >= -102)
-    # the stand-in for a subnormal accumulator (`step`): 2**-25 of the smallest product, a
-    # normal f32 (static; None: the float64 slow path instead)
-    stand_in_exp = fa.min_exp - fa.mbits + fb.min_exp - fb.mbits - 25
-    stand_in = ((stand_in_exp + 127) << F32.mbits) if always and stand_in_exp >= -126 else None
+    # the stand-in for a subnormal accumulator (`step`; None: the float64 slow path instead)
+    stand_in = stand_in_bits(fa, fb)
 
     def widen(acc):
         """f32 bits of the accumulator (a 16-bit C widens exactly; a NaN keeps sign and
@@ -288,12 +286,8 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
         subnormal = ((bits & 0x7F800000) == 0) & ((bits & 0x7FFFFF) != 0)
         sa, sb = view.summaries()
         if stand_in is not None:
-            # a subnormal accumulator s: the fast path from the normal stand-in t of s's sign
-            # instead, t below half an ulp of every nonzero product. Each product of zero keeps
-            # s (and t); the first nonzero product p absorbs either one exactly (RN(p + s) =
-            # RN(p + t) = p), after which both chains are one. So the result is s where the
-            # stand-in's is t, which no other sum can be (every nonzero partial sum is a
-            # multiple of the smallest product, far above t), and no float op sees a subnormal.
+            # a subnormal accumulator s: the fast path from the normal stand-in t of s's sign,
+            # and s where the result is t (`stand_in_bits` says why that is the chain's bits)
             t = (bits & INT_MIN) | stand_in
             out = fast(view, jnp.where(subnormal, t, bits))
             out = jnp.where(subnormal & (out == t), bits, out)
