@@ -2,8 +2,10 @@
 # One GPU round of checks and timings, in parts that each fit a 10-minute command:
 #
 #   benchmarks/gpu_round.sh OUT int            # integer GEMMs at scale against exact host sums
-#   benchmarks/gpu_round.sh OUT grid REF 480   # the whole crosscheck grid against REF (a CPU run
-#                                              #   saved with --save), resumable: run it again
+#   benchmarks/gpu_round.sh OUT grid REF 480 [FIRST]
+#                                              # the whole crosscheck grid against REF (a CPU run
+#                                              #   saved with --save), resumable: run it again;
+#                                              #   FIRST: models whose keys run first ("exact,fma_chain")
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
@@ -33,7 +35,14 @@ int)
     $py "$here/int_rows_bits.py" --rows int8_cdna4 mfma_int8_942 --shapes 8192 | tee -a "$out/int_bits.txt"
     ;;
 grid)
-    ref=$3; limit=${4:-480}
+    ref=$3; limit=${4:-480}; first=${5:-}
+    if [ -n "$first" ]; then  # these models' keys first (the code a change touched), same save file
+        $py "$here/crosscheck.py" --targets --models "$first" --compare "$ref" --save "${TMPDIR:-/tmp}/gpu_round_grid.npz" \
+            --resume --jobs "${JOBS:-14}" --time-limit "$limit" --quiet --report "$out/grid_first_report.txt" \
+            2> "$out/grid_first_progress.log"
+        limit=$((limit - SECONDS))
+        [ "$limit" -gt 0 ] || { echo "crosscheck: no time left after the first models, run this part again"; exit 0; }
+    fi
     $py "$here/crosscheck.py" --targets --models "$MODELS" --compare "$ref" --save "${TMPDIR:-/tmp}/gpu_round_grid.npz" \
         --resume --jobs "${JOBS:-14}" --time-limit "$limit" --quiet --report "$out/grid_report.txt" \
         2> "$out/grid_progress.log"
