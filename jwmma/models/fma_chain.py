@@ -28,7 +28,7 @@ reference every faster path must agree with. For fp8, bf8 and f16 factors it run
 in f32 arithmetic instead, one multiply and one add per product, which is provably the same
 bits (`stand_in_bits`: exact normal products, no subnormal sum, a normal stand-in for a
 subnormal accumulator), and forms the 'propagate' NaN word after the chain rather than per
-product: 2.4-4x the float64 emulation's rate on a CPU.
+product: 2-5x the float64 emulation's rate on a CPU (benchmarks/RESULTS.md).
 
 f64 operands and accumulator (the f64 MFMA, MMA-Sim's ``MMA_FMA`` on doubles) run the same chain
 in f64: acc <- RN_f64(a_k * b_k + acc), each step one `jwmma.numerics.fma64.fma_f64` on integer
@@ -72,9 +72,10 @@ def stand_in_bits(fa, fb) -> int | None:
 
     The f32 arithmetic is exact enough when every product of ``fa`` x ``fb`` is an exact,
     normal f32 whose last bit is at least 2**-102 (fp8, bf8 and f16 factors): the multiply is
-    exact, the add is the FMA's one rounding, and no sum is subnormal (a nonzero sum of such a
-    product and an accumulator of at least 2**-126 is a multiple of 2**-125), so a CPU's
-    flushing changes nothing. A subnormal accumulator s is the exception: it must survive sums
+    exact, the add is the FMA's one rounding, and no sum is subnormal (a sum below 2**-126 of
+    a nonzero product and a normal accumulator needs the accumulator within 2**-126 of the
+    product, so at least 2**-103: both, and the sum, are multiples of 2**-126, and the sum is
+    0), so a CPU's flushing changes nothing. A subnormal accumulator s is the exception: it must survive sums
     with zero products. The chain starts instead from the stand-in t (s's sign, 2**-25 of the
     smallest product, a normal f32), which every nonzero product absorbs exactly, as it absorbs
     s; so both chains agree from the first nonzero product on, and a result equal to t (every
