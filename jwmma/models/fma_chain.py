@@ -75,8 +75,8 @@ def stand_in_bits(fa, fb) -> int | None:
     exact, the add is the FMA's one rounding, and no sum is subnormal (a sum below 2**-126 of
     a nonzero product and a normal accumulator needs the accumulator within 2**-126 of the
     product, so at least 2**-103: both, and the sum, are multiples of 2**-126, and the sum is
-    0), so a CPU's flushing changes nothing. A subnormal accumulator s is the exception: it must survive sums
-    with zero products. The chain starts instead from the stand-in t (s's sign, 2**-25 of the
+    0), so a CPU's flushing changes nothing. A subnormal accumulator s is the exception: it
+    must survive sums with zero products. The chain starts instead from the stand-in t (s's sign, 2**-25 of the
     smallest product, a normal f32), which every nonzero product absorbs exactly, as it absorbs
     s; so both chains agree from the first nonzero product on, and a result equal to t (every
     product zero; no other sum can be t, every nonzero one being a multiple of the smallest
@@ -86,6 +86,16 @@ def stand_in_bits(fa, fb) -> int | None:
         return None
     exp = fa.min_exp - fa.mbits + fb.min_exp - fb.mbits - 25
     return (exp + 127) << F32.mbits if exp >= -126 else None
+
+
+def _at_first(f):
+    """The decoded fields of a group of one product (`over_groups`) without its K axis."""
+    return jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], f)
+
+
+def _nan_image(f):
+    """int32 f32 bits of a NaN factor as the 'propagate' chain carries it: sign | 0x7FC00000."""
+    return jnp.where(f.sign == 1, jnp.int32(_SIGN), 0) | _CANONICAL
 
 
 def _fma(p, acc):
@@ -174,12 +184,10 @@ class FMAChain(Model):
 
         def step_nan(ga, gb, carry):
             acc, nanb = carry
-            ga0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], ga)
-            gb0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], gb)
+            ga0, gb0 = _at_first(ga), _at_first(gb)
             new = _fma(value_f64(ga0, fa.mbits) * value_f64(gb0, fb.mbits), acc)
-            image = lambda f: jnp.where(f.sign == 1, jnp.int32(-0x80000000), 0) | _CANONICAL
-            pick = jnp.where(ga0.nan, image(ga0), jnp.where(gb0.nan, image(gb0),
-                                                             jnp.where(jnp.isnan(acc), nanb, _INVALID)))
+            pick = jnp.where(ga0.nan, _nan_image(ga0), jnp.where(gb0.nan, _nan_image(gb0),
+                                                                   jnp.where(jnp.isnan(acc), nanb, _INVALID)))
             return new, jnp.where(jnp.isnan(new), pick, nanb).astype(jnp.int32)
 
         acc, nanb = over_groups(a, b, (acc, nanb), 1, step_nan, unroll_for(options))
@@ -206,12 +214,10 @@ class FMAChain(Model):
             # within a product), else C's NaN quieted, else the invalid NaN
             c32 = bits if fc == F32 else _widen_nan(c_bits, fc)
             word = jnp.broadcast_to(jnp.where(cf.nan, c32 | _QUIET, _INVALID).astype(jnp.int32), acc.shape)
-            image = lambda f: jnp.where(f.sign == 1, jnp.int32(-0x80000000), 0) | _CANONICAL  # noqa: E731
 
             def last_nan(ga, gb, w):
-                ga0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], ga)
-                gb0 = jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], gb)
-                return jnp.where(ga0.nan, image(ga0), jnp.where(gb0.nan, image(gb0), w)).astype(jnp.int32)
+                ga0, gb0 = _at_first(ga), _at_first(gb)
+                return jnp.where(ga0.nan, _nan_image(ga0), jnp.where(gb0.nan, _nan_image(gb0), w)).astype(jnp.int32)
 
             like = (*jax.tree_util.tree_leaves((a, b)), acc)  # varying axes inside a user's shard_map
             nanb = lax.cond(jnp.any(a.nan) | jnp.any(b.nan),
@@ -223,11 +229,10 @@ class FMAChain(Model):
 
     def _accumulate_f64(self, a, b, c_bits, options):
         """The chain on f64 operands: int64 accumulator bits, one `fma_f64` per product."""
-        first = lambda f: jax.tree_util.tree_map(lambda t: None if t is None else t[..., 0, :], f)
         propagate = self.nan == "propagate"
 
         def step(ga, gb, acc):
-            ga0, gb0 = first(ga), first(gb)
+            ga0, gb0 = _at_first(ga), _at_first(gb)
             new = fma_f64(ga0, gb0, decode(F64, acc))
             if not propagate:
                 return new

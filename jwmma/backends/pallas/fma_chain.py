@@ -191,10 +191,8 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     propagate = model.nan == "propagate"
     # operands that are f32 values (all of them normal, except bf16 subnormals)
     both_f32 = all(kl.exactly_f32(f) or f == BF16 for f in (fa, fb))
-    # static: products always exact normal f32 with last bit >= 2**-102 (fp8, bf8, f16)
-    always = (kl.exactly_f32(fa) and kl.exactly_f32(fb) and fa.max_exp + fb.max_exp + 2 <= 127
-              and fa.min_exp + fb.min_exp - fa.mbits - fb.mbits >= -102)
-    # the stand-in for a subnormal accumulator (`step`; None: the float64 slow path instead)
+    # static: products always exact normal f32 (fp8, bf8, f16), and the stand-in for a
+    # subnormal accumulator (`step`); None: the tile-wide tests and the float64 slow path
     stand_in = stand_in_bits(fa, fb)
 
     def widen(acc):
@@ -291,8 +289,6 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
             t = (bits & INT_MIN) | stand_in
             out = fast(view, jnp.where(subnormal, t, bits))
             out = jnp.where(subnormal & (out == t), bits, out)
-        elif always:
-            out = kl.cond(~kl.tile_any(subnormal), lambda: fast(view, bits), lambda: slow(view, bits))
         elif both_f32:
             # no subnormal operand (bf16), products exact normal with last bit >= 2**-102
             ok = (~kl.tile_any(subnormal) & ~sa.tiny & ~sb.tiny & (sa.emin + sb.emin - fa.mbits - fb.mbits >= -102)
