@@ -8,6 +8,19 @@ import pytest
 
 
 def pytest_configure(config):
+    """No tiering (`jwmma.engine.effort.TIER_UP_CALLS`): a test that calls one small program
+    more than three times would compile it a second time at 'full', which only costs time
+    (about a fifth of `test_builtins.py` and `test_gemm.py`'s cold run). 'full' keeps its own
+    checks (`test_effort.py`, `test_bf16_value_alignment.py`), and `test_effort.py` checks the
+    tiering itself with its constant restored. ``JWMMA_TEST_TIER_UP=1`` keeps the tiering."""
+    if os.environ.get("JWMMA_TEST_TIER_UP") != "1":
+        from jwmma.engine import effort
+
+        effort.TIER_UP_CALLS = 2**62
+    _compilation_cache(config)
+
+
+def _compilation_cache(config):
     """JAX's persistent compilation cache for the run's processes (tests/README.md): the
     pytest-xdist processes each compile what the other already has otherwise. The folder is
     new for every run (made by the first process, which the others inherit it from through

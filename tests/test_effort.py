@@ -103,8 +103,10 @@ def test_auto_settles_by_the_work_of_the_call():
         jwmma.Options(compile_effort="quick")
 
 
-def test_a_program_called_again_and_again_is_compiled_at_full():
-    """Tiering: 'auto' runs a small call's program fast for TIER_UP_CALLS calls, then full."""
+def test_a_program_called_again_and_again_is_compiled_at_full(monkeypatch):
+    """Tiering: 'auto' runs a small call's program fast for TIER_UP_CALLS calls, then full
+    (with the library's constant: conftest.py turns tiering off for the other tests)."""
+    monkeypatch.setattr(effort, "TIER_UP_CALLS", 3)
     opts = jwmma.engine.options.resolve(None)
     key = ("a program", object())
     got = [effort.settle(opts, 1000, None, key).compile_effort for _ in range(effort.TIER_UP_CALLS + 2)]
