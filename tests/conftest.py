@@ -97,7 +97,15 @@ DEFAULT_SKIP = {
 }
 
 
+# Modules whose tests run tens of seconds each (a subprocess, a trained network): they run
+# first, so that with pytest-xdist's load scheduling they share the run's start between the
+# processes instead of leaving one process working alone at its end.
+LONG_FIRST = ("test_sharding.py", "test_readme.py", "test_network_study.py", "test_multihost_study.py",
+              "test_multihost_gemm.py", "test_multihost_checks.py")
+
+
 def pytest_collection_modifyitems(config, items):
+    _long_modules_first(items)
     seen: dict = {}
     for item in items:
         path = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
@@ -112,6 +120,16 @@ def pytest_collection_modifyitems(config, items):
         i = seen[key] = seen.get(key, -1) + 1
         if i % every:
             item.add_marker(pytest.mark.slow)
+
+
+def _long_modules_first(items):
+    """`LONG_FIRST`'s modules at the front, in their order; every module stays in one piece (its
+    module-scoped fixtures set up once)."""
+    def rank(item):
+        name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+
+    items[:] = sorted(items, key=rank)  # stable: the other modules keep pytest's order
 
 
 @pytest.fixture(autouse=True, scope="session")
