@@ -245,7 +245,7 @@ def test_options_the_mosaic_driver_refuses():
     assert (t.tm, t.tn, t.lowering, t.vec3, t.float_combine) == (64, 16, "mosaic", False, False)  # measured best
     _, exact = _model("smfmac_f32_16x16x128_fp8_fp8", "exact")
     assert (pallas.tiling(fp8, exact, PallasOptions(lowering="mosaic")).tn,
-            pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic", tn=32)).tn) == (64, 32)
+            pallas.tiling(fp8, fused, PallasOptions(lowering="mosaic", tn=32)).tn) == (16, 32)
     with pytest.raises(ValueError, match="lowering must be None, 'triton' or 'mosaic'"):
         PallasOptions(lowering="cuda")
     mx, scaled = _model("mfma_scale_f32_16x16x128_f8f6f4", None)
@@ -268,3 +268,40 @@ def test_options_the_mosaic_driver_refuses():
         mosaic.run(pallas.make_kernel(fp8, fused, tiling=tiling), jnp.zeros((64, 64), jnp.int32),
                    jnp.zeros((64, 64), jnp.int32), jnp.zeros((128, 8), jnp.int32), jnp.zeros((64, 8), jnp.int32),
                    tiling=tiling)
+
+
+def test_auto_lowers_the_measured_families_with_mosaic(monkeypatch):
+    """``backend='auto'`` lowers the 8-bit chain and `exact` GEMM kernels with Mosaic GPU where
+    it runs (`AUTO_MOSAIC`, with their measured tiles), and nothing else: other families,
+    16-bit operands, direct builtin calls and a lowering the user names stay as they were. This
+    CPU runs no Mosaic GPU; where a GPU does, the auto-chosen kernel gives XLA's bits."""
+    assert not pallas.mosaic_runs_here()
+    fp8, chain = _model("smfmac_f32_16x16x128_fp8_fp8", "fma_chain")
+    _, exact = _model("smfmac_f32_16x16x128_fp8_fp8", "exact")
+    _, fused = _model("smfmac_f32_16x16x128_fp8_fp8", None)
+    f16, f16_chain = _model("swmmac_f32_16x16x32_f16_w32", "fma_chain")
+    auto = PallasOptions(auto=True)
+    assert pallas.tiling(fp8, chain, auto).lowering == "triton"
+    monkeypatch.setattr(pallas, "mosaic_runs_here", lambda: True)  # an sm_90 GPU
+    got = {name: pallas.tiling(spec, m, auto) for name, spec, m in
+           (("chain", fp8, chain), ("exact", fp8, exact), ("fused", fp8, fused), ("f16 chain", f16, f16_chain))}
+    assert {k: (t.lowering, t.tm, t.tn) for k, t in got.items() if t.lowering == "mosaic"} == {
+        "chain": ("mosaic", 64, 32), "exact": ("mosaic", 64, 16)}
+    assert pallas.tiling(fp8, chain, auto, call=True).lowering == "triton"
+    assert pallas.tiling(fp8, chain, PallasOptions(auto=True, lowering="triton")).lowering == "triton"
+    assert pallas.tiling(fp8, chain, PallasOptions()).lowering == "triton"  # backend='pallas': as named
+    monkeypatch.setattr(pallas, "triton_available", lambda: False)  # a JAX after Triton's removal
+    on_gpu = resolve(Options(backend="pallas", platform="gpu", pallas=auto))
+    assert pallas.kernel_for(fp8, chain, on_gpu) and not pallas.kernel_for(fp8, fused, on_gpu)
+
+    rng = np.random.default_rng(5)  # the auto-chosen kernel (interpreted here) through jwmma.gemm
+    a = jwmma.numerics.cast(rng.standard_normal((16, 128)), jnp.float8_e4m3fn)
+    b = jwmma.numerics.cast(rng.standard_normal((128, 24)), jnp.float8_e4m3fn)
+    c = rng.standard_normal((16, 24)).astype(np.float32)
+    c.view(np.uint32)[0, :3] = [0x00000001, 0x80000003, 0x7FC00000]  # subnormal C, NaN
+    kw = dict(builtin=fp8.name, model="fma_chain", prune=True)
+    ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
+    interp = Options(backend="pallas", platform="cpu", pallas=PallasOptions(auto=True, interpret=True))
+    got = np.asarray(jwmma.gemm(a, b, c, options=interp, **kw))
+    same = (ref.view(np.uint32) == got.view(np.uint32)) | (np.isnan(ref) & np.isnan(got))
+    assert same.all()

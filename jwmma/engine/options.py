@@ -60,8 +60,10 @@ class PallasOptions:
         kernel in a quarter of the time (benchmarks/kernel_regs.py).
     auto: set by ``backend='auto'``: use a kernel only where it was measured faster than XLA
         and fall back to XLA where no kernel exists (``backend='pallas'`` raises there).
-    lowering: what lowers the kernels on a GPU: 'triton' (None: the default; deprecated in JAX
-        0.11) or 'mosaic' (Mosaic GPU, sm_90 and later: every kernel family, fused-group
+    lowering: what lowers the kernels on a GPU: 'triton' (deprecated in JAX 0.11), 'mosaic'
+        or None: Triton, but for ``backend='auto'`` Mosaic GPU on sm_90 and later where it was
+        measured faster (the 8-bit chain and `exact` GEMMs:
+        `jwmma.backends.pallas.AUTO_MOSAIC`). 'mosaic': Mosaic GPU (every kernel family, fused-group
         sums in their 2-D form, tm a multiple of 64; num_warps, num_stages and the 3-D
         variants do not apply; with the select fix of `jwmma.backends.pallas.mosaic_signedness`
         it gave XLA's bits on an H200 for five builtins under six models: benchmarks/RESULTS.md).

@@ -20,7 +20,9 @@ slow).
 
 The kernels lower to Triton (`driver`; deprecated in JAX 0.11) or, with
 ``PallasOptions(lowering='mosaic')``, to Mosaic GPU (`mosaic`: the same steps and bits, every
-family, the fused groups in their 2-D form; its bits and times on an H200: benchmarks/RESULTS.md).
+family, the fused groups in their 2-D form; its bits and times on an H200 and an H100:
+benchmarks/RESULTS.md). ``backend='auto'`` lowers the GEMM kernels that Mosaic GPU runs faster
+(`AUTO_MOSAIC`: the 8-bit chain and `exact` kernels) with it on sm_90 and later.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ from ...models.scaled import BlockScaled
 # `import jwmma` and the XLA backend do not pay for it
 
 __all__ = ["matrix_path", "kernel_for", "call_kernel", "AUTO_CALLS", "tiling", "family", "make_kernel", "AUTO",
-           "TILES", "MOSAIC_TILE", "MOSAIC_TILES", "PallasOptions", "triton_available", "quiet_triton", "quiet_triton_deprecation",
+           "AUTO_MOSAIC", "lowering_for", "mosaic_runs_here", "TILES", "MOSAIC_TILE", "MOSAIC_TILES", "PallasOptions", "triton_available", "quiet_triton", "quiet_triton_deprecation",
            "TRITON_DEPRECATION"]
 
 #: the deprecation JAX 0.11 prints at every Pallas Triton lowering; jwmma's kernels are Triton
@@ -151,11 +153,22 @@ TILES = {
 
 #: default (tm, tn) of the Mosaic GPU kernels (`mosaic`): one warpgroup's register tile
 MOSAIC_TILE = (64, 64)
-#: families whose Mosaic GPU tile was measured better than `MOSAIC_TILE` (one H200, 8192^3,
-#: benchmarks/RESULTS.md "The H200 on 2026-12-05, last"): sparse fp8 fused groups 335 ms at tn 16,
-#: 411 ms at 32, 2030 ms at 64 (a warpgroup thread holds tm * tn / 128 elements of every live
-#: tile: 8 at 64 x 16, 32 at 64 x 64); the other families are timed at 64 x 64 only
-MOSAIC_TILES = {"fused": (64, 16)}
+#: families whose Mosaic GPU tile was measured better than `MOSAIC_TILE` (8192^3): sparse fp8
+#: fused groups 335 ms at tn 16, 411 ms at 32, 2030 ms at 64 (one H200, benchmarks/RESULTS.md
+#: "The H200 on 2026-12-05, last"; a warpgroup thread holds tm * tn / 128 elements of every live
+#: tile: 8 at 64 x 16, 32 at 64 x 64); on one H100 (results/gpu_h100_chain_mosaic_2026-12-06.txt)
+#: the fp8 chain 70.5 ms at tn 32, 82.4 ms at 16, and fp8 `exact` 115.0 ms at 16, 122.7 ms at 32
+MOSAIC_TILES = {"fused": (64, 16), "fma_chain": (64, 32), "exact": (64, 16)}
+
+#: backend='auto' on a GPU of compute capability 9.0 or later (`mosaic_runs_here`): the GEMM
+#: kernels (key of `AUTO`) that Mosaic GPU runs faster than Triton, in one run on one H100
+#: (8192^3, `MOSAIC_TILES`; results/gpu_h100_chain_mosaic_2026-12-06.txt), MAC/s and first call:
+#: the fp8 chain 3.90e12, 1.7 s (Triton 1.67e12, 2.4 s); `fma_chain_k` 3.55e12, 2.2 s (Triton
+#: 1.23e12, 1.3 s); fp8 `exact` 2.39e12, 1.4 s (Triton 1.46e12, 1.6 s). The others ran slower on
+#: Mosaic GPU there (dense fp8 MFMA 9.4e11 against 1.55e12, MXFP8 6.9e11 against 1.12e12, the
+#: 16-bit fused and gfx12 kernels 15-30 %) and stay on Triton; 16-bit chain and `exact` are
+#: not timed. Direct builtin calls stay on Triton (not timed on Mosaic GPU).
+AUTO_MOSAIC = {("fma_chain", True), ("exact", True)}
 
 
 def _kind(spec) -> str:
@@ -175,13 +188,44 @@ def family(model) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def mosaic_runs_here() -> bool:
+    """Whether ``backend='auto'`` may lower kernels with Mosaic GPU: JAX's default device is a
+    GPU of compute capability 9.0 or later (Mosaic GPU's warpgroup instructions) and this JAX's
+    Mosaic GPU lowering takes the select fix (`mosaic_signedness`). Read once per process, from
+    the devices, never from the environment."""
+    try:
+        device = jax.devices()[0]
+        if device.platform != "gpu" or float(getattr(device, "compute_capability", 0) or 0) < 9.0:
+            return False
+        from . import mosaic_signedness
+
+        mosaic_signedness.install()
+    except (RuntimeError, ValueError, ImportError):
+        return False
+    return True
+
+
+def lowering_for(spec, model, popts: PallasOptions, call: bool = False) -> str:
+    """'triton' or 'mosaic': the GEMM kernel's lowering. The user's ``popts.lowering`` where
+    given; for ``backend='auto'`` (``popts.auto``) Mosaic GPU where `AUTO_MOSAIC` lists the
+    family and `mosaic_runs_here`; else Triton. ``call``: a direct builtin call (Triton unless
+    the user asks: `AUTO_MOSAIC` timed GEMMs only)."""
+    if popts.lowering is not None:
+        return popts.lowering
+    if popts.auto and not call and (family(model), _auto_key(family(model), spec)[1]) in AUTO_MOSAIC \
+            and mosaic_runs_here():
+        return "mosaic"
+    return "triton"
+
+
 def kernel_for(spec, model, options) -> bool:
     """Whether the GEMM of ``spec`` under ``model`` runs on the Pallas backend with these
     (resolved) options. ``backend='pallas'`` and no kernel: ValueError naming the model;
     ``backend='auto'`` (``options.pallas.auto``): only where `AUTO` says it is faster."""
     if options.backend != "pallas":
         return False
-    mosaic = options.pallas.lowering == "mosaic"
+    mosaic = lowering_for(spec, model, options.pallas) == "mosaic"
     if not mosaic and not triton_available():
         if options.pallas.auto:
             return False
@@ -227,13 +271,14 @@ def _decodes(spec) -> bool:
     return not spec.scaled and spec.a_type not in ("f32", "xf32", "f64") and spec.blocks == 1
 
 
-def tiling(spec, model, popts: PallasOptions):
+def tiling(spec, model, popts: PallasOptions, call: bool = False):
     """The concrete `driver.Tiling` of ``popts``, the family defaults filled in (the fastest
     measured on an H200, `TILES`; benchmarks/RESULTS.md "Pallas backend"): fused groups as 3-D
     tensors with the float64 combine, gfx12 with f32 rounding by conversion, every other
-    kernel (32, 64) with 4 warps."""
+    kernel (32, 64) with 4 warps; the lowering of `lowering_for` (``call``: a direct builtin
+    call's), Mosaic GPU with `MOSAIC_TILES`."""
     fam = family(model)
-    lowering = popts.lowering or "triton"
+    lowering = lowering_for(spec, model, popts, call)
     if lowering == "mosaic" and (popts.vec3 or popts.gather or popts.float_combine):
         raise ValueError("PallasOptions(lowering='mosaic') runs the 2-D kernels with the integer combine: vec3, "
                          "gather and float_combine are Triton variants (3-D tensors, which Mosaic GPU has no register "
@@ -286,20 +331,22 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     return kern._replace(dense=spec.dense)
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp", "wide_loops"))
+@functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp", "wide_loops",
+                                             "call"))
 def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True, b_signed=True, clamp=False,
-                wide_loops=False):
+                wide_loops=False, call=False):
     """D codes of the GEMM (the contract and bits of `jwmma.tiled.paths.matrix_path`).
 
     a_codes, pos: (*batch, Mp, Kp/2) int32 (dense builtins: a_codes (*batch, Mp, Kp), pos
     not read); b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np) int32 accumulator bits (i32
     values for integer builtins). Traced inside the caller's `x64_scope`; ``wide_loops``: it
-    is also lowered there (`driver.Tiling.wide_loops`). Returns (*batch, Mp, Np) int32."""
+    is also lowered there (`driver.Tiling.wide_loops`); ``call``: a direct builtin call's
+    (`lowering_for`). Returns (*batch, Mp, Np) int32."""
     import dataclasses
 
     from .driver import run
 
-    t = dataclasses.replace(tiling(spec, model, options.pallas), wide_loops=wide_loops)
+    t = dataclasses.replace(tiling(spec, model, options.pallas, call), wide_loops=wide_loops)
     if t.lowering == "triton":  # small operands (a direct call's 16 x 16): tiles no larger than D
         t = dataclasses.replace(t, tm=min(t.tm, _pow2_at_least(a_codes.shape[-2])),
                                 tn=min(t.tn, max(16, _pow2_at_least(b_codes.shape[-1]))))
@@ -329,7 +376,7 @@ def _call_on_kernel(spec, model, a_codes, pos, b_codes, c, *, options, a_signed=
     positions, (W, Kd, N) B, (W, M, N) C of W independent instructions (a batch of one-step
     GEMMs, the waves as grid rows)."""
     return matrix_path(a_codes, pos, b_codes, c, spec=spec, model=model, options=options, a_signed=a_signed,
-                       b_signed=b_signed, clamp=clamp)
+                       b_signed=b_signed, clamp=clamp, call=True)
 
 
 set_call_kernels(call_kernel)
