@@ -14,11 +14,14 @@ registers of the block-scaled MFMA).
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..isa.table import BuiltinSpec, Operand, lookup
+from ..isa.types import element_type
 from ..keywords import strict_keywords
 from ..numerics.rounding import x64_scope
 # every name of the codec stays importable from this module (__all__): the builtins, the GEMM paths and users
@@ -82,7 +85,26 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
         x = check_value_input(t, x, what, check=check)
         with x64_scope():
             return codes_to_regs(op, matrix_to_lanes(layout, to_codes(t, x)))
-    codes = value_codes(t, x, what, check=check)
+    x = check_value_input(t, x, what, check=check)
+    if _on_host(t):
+        x = to_codes(t, x)
+    return _pack_words(x, spec=spec, which=which, half=half)
+
+
+def _on_host(type_name: str) -> bool:
+    """Whether a type's values and codes convert on the host only (6-bit floats: JAX has no
+    6-bit integer to bit-cast them to)."""
+    t = element_type(type_name)
+    return t.is_float and t.bits == 6
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "which", "half"))
+def _pack_words(x, *, spec: BuiltinSpec, which: str, half):
+    """Checked values (the codes of a `_on_host` type) -> registers, as one program: run op
+    by op, the dozens of small operations of a pack compiled one by one on every new shape
+    (0.75-0.96 CPU s for a first pack and unpack of A, B and C against 0.2 s so)."""
+    op, layout, _, t = _parts(spec, which)
+    codes = x if _on_host(t) else to_codes(t, x)
     if op.elem_bits < 32:
         codes = codes & ((1 << op.elem_bits) - 1)
     lanes = matrix_to_lanes(layout, codes)
@@ -100,13 +122,24 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     if op.elem_bits == 64:
         out = _unpack_f64(spec, op, layout, shape, regs, t)
     else:
-        codes = regs_to_codes(op, regs)
-        if which == "c":
-            codes = c_slots(spec, codes, half)
-        out = codes_to_values(t, lanes_to_matrix(layout, shape, codes), signed)
+        out = _unpack_words(regs, spec=spec, which=which, half=half, signed=check_bool_kw(signed, "signed"))
+        if _on_host(t):
+            out = codes_to_values(t, out, signed)
     if spec.blocks > 1:  # (*batch, blocks, R, C)
         out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
     return out
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "which", "half", "signed"))
+def _unpack_words(regs, *, spec: BuiltinSpec, which: str, half, signed: bool):
+    """Checked registers -> matrix values (the codes of a `_on_host` type), as one program
+    (as `_pack_words`)."""
+    op, layout, shape, t = _parts(spec, which)
+    codes = regs_to_codes(op, regs)
+    if which == "c":
+        codes = c_slots(spec, codes, half)
+    codes = lanes_to_matrix(layout, shape, codes)
+    return codes if _on_host(t) else codes_to_values(t, codes, signed)
 
 
 def _unpack_f64(spec: BuiltinSpec, op: Operand, layout, shape, regs, t: str):

@@ -8,6 +8,9 @@ their words are zeros and their positions ignored.
 """
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -53,7 +56,20 @@ def pack_index(name: str, pos, index_set: int = 0, *, check: bool = False) -> jn
     if not jnp.issubdtype(pos.dtype, jnp.integer):
         raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
     check_values(pos, 0, 3, "pos", check)
+    return _pack_words(pos, spec=spec, s=s)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "s"))
+def _pack_words(pos, *, spec: BuiltinSpec, s: int):
+    """Checked positions -> index registers, as one program (op by op, a first call compiled
+    each of its small operations: `jwmma.engine.fragments._pack_words`)."""
     return index_words(spec, jnp.asarray(pos).astype(jnp.int32) & 3, s)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "s"))
+def _unpack_words(idx, *, spec: BuiltinSpec, s: int):
+    """`positions` as one program (as `_pack_words`)."""
+    return positions(spec, idx, s)
 
 
 def _index_set(spec: BuiltinSpec, index_set):
@@ -73,7 +89,7 @@ def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
     spec = lookup(name)
     s = spec.index_offset(_index_set(spec, index_set))
     idx = check_index(spec, idx, "idx")
-    return positions(spec, idx, s)
+    return _unpack_words(idx, spec=spec, s=s)
 
 
 def positions(spec: BuiltinSpec, idx, s: int) -> jnp.ndarray:
