@@ -179,6 +179,23 @@ def test_sparsity_input_errors():
         jwmma.decompress_2_4(np.ones((1, 2), np.float32), np.array([[-1, 2]]))
 
 
+@pytest.mark.parametrize("dtype", [ml_dtypes.float4_e2m1fn, ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn])
+def test_sparsity_refuses_sub_byte_floats(dtype):
+    """4- and 6-bit floats: a TypeError naming the dtype and the float32 way round, where
+    prune_2_4 gave an array of another shape (a bit cast back to a 4-bit type adds an axis)
+    and the byte-wide bit rules read -0 as non-zero."""
+    x = np.zeros((2, 8), np.float32)
+    x[:, :2] = 1.0
+    narrow = x.astype(dtype)
+    name = np.dtype(dtype).name
+    for call in (lambda: jwmma.prune_2_4(narrow), lambda: jwmma.compress_2_4(narrow),
+                 lambda: jwmma.decompress_2_4(narrow[:, :4], np.tile([0, 1], (2, 2)))):
+        with pytest.raises(TypeError, match=f"holds {name} values.*np.float32"):
+            call()
+    values, pos = jwmma.compress_2_4(jwmma.prune_2_4(x))  # the way round the message names
+    assert jwmma.numerics.cast(np.asarray(values), dtype).dtype == dtype and np.asarray(pos).shape == (2, 4)
+
+
 # -------------------------------------------------------------- checked index mode
 def _ref_violations(ref, idx, s, strict):
     """(lanes, pairs) bool: pair t of the lane's field set has p0 >= p1 (CDNA) / p0 == p1."""

@@ -16,6 +16,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from jax import lax
 
@@ -50,14 +51,25 @@ def _groups(x, what):
 
 
 def _operand(x, what):
-    """``x`` as an array (numpy stays numpy), checked: a last axis divisible by 4, floats or
-    integers."""
+    """``x`` as an array (numpy stays numpy), checked: a last axis divisible by 4, floats of
+    8 bits or more or integers."""
     x = as_array(x, what)
     if x.ndim < 1 or x.shape[-1] % 4:
         raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
     if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
         raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
+    _check_width(x.dtype, what)
     return x
+
+
+def _check_width(dtype, what):
+    """TypeError for 4- and 6-bit floats: their codes fill part of a byte (sign at bit 3 or 5,
+    which the byte-wide bit rules here would misread, and a bit cast back adds an axis), and
+    no sparse builtin reads them."""
+    if _is_float(dtype) and ml_dtypes.finfo(dtype).bits < 8:
+        raise TypeError(f"{what} holds {np.dtype(dtype).name} values, which the 2:4 helpers do not take (no sparse "
+                        f"builtin reads 4- or 6-bit floats); prune their float32 values, which are exact, e.g. "
+                        f"jwmma.prune_2_4(np.asarray({what}, np.float32)), and cast back with jwmma.numerics.cast")
 
 
 def _host_bits(x):
@@ -301,6 +313,7 @@ def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
         raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
     if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
         raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
+    _check_width(x.dtype, what)
     if x.size == 0:
         return
     with x64_scope():
@@ -388,6 +401,7 @@ def decompress_2_4(values, pos, *, check: bool = False):
         raise ValueError(f"values must have an even last axis (K/2), got shape {tuple(values.shape)}")
     if not jnp.issubdtype(pos.dtype, jnp.integer):
         raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
+    _check_width(values.dtype, "values")
     with x64_scope():
         dtype = np.dtype(values.dtype)
         if values.size == 0:
