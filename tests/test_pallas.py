@@ -472,8 +472,9 @@ def test_rocjitsu_chain_nan_words():
 
 def test_rocjitsu_chain_order_rounds():
     """Register order on both paths: wide-exponent fp8 factors make the f32 chain round, so the
-    order shows in the bits; a subnormal C in the tile of columns 64-127 (the fast path from
-    its stand-in) beside the plain fast path of columns 0-63. Pallas = XLA, and the compressed
+    order shows in the bits; a subnormal C sends the tile of columns 64-127 through the
+    float64 emulation (Triton; Mosaic GPU starts from a stand-in instead, test_pallas_mosaic.py)
+    beside the fast path of columns 0-63. Pallas = XLA, and the compressed
     order gives other bits."""
     spec = lookup("smfmac_f32_16x16x128_fp8_fp8")
     rng = np.random.default_rng(21)

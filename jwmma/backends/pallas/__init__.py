@@ -318,7 +318,7 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     elif fam == "exact":
         kern = exact.make_step(spec, model, ctx)
     elif fam == "fma_chain":
-        kern = fma_chain.make_step(spec, model, ctx, run=tiling.chain_run)
+        kern = fma_chain.make_step(spec, model, ctx, run=tiling.chain_run, stand_in=tiling.lowering == "mosaic")
     elif fam == "integer":
         kern = integer.make_step(spec, model, ctx, a_signed=a_signed, b_signed=b_signed)
     elif fam == "scaled":

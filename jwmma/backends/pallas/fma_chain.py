@@ -36,15 +36,16 @@ unit spilled registers and took 40 s to compile (`DEFAULT_RUN`); a chain_run of 
 length unrolls it.
 
 A subnormal accumulator at the start of the unit must survive additions of zero products,
-which a flushing add would lose. For fp8, bf8 and f16 factors the fast path starts from a
-normal stand-in of its sign instead, far below half an ulp of any nonzero product: the first
-nonzero product absorbs either one exactly, and a result equal to the stand-in (all products
-zero) is the accumulator itself (`make_step`'s ``step``). This keeps the float64 emulation
-out of those kernels, nearly half of the fp8 chain kernel's Triton compile.
+which a flushing add would lose. For fp8, bf8 and f16 factors lowered by Mosaic GPU the fast
+path starts from a normal stand-in of its sign instead, far below half an ulp of any nonzero
+product: the first nonzero product absorbs either one exactly, and a result equal to the
+stand-in (all products zero) is the accumulator itself (`make_step`'s ``step``). This keeps
+the float64 emulation out of those kernels (nearly half of the fp8 chain kernel's Triton
+compile); on Triton the same kernel ran 1.8x slower, so Triton keeps the slow path for them.
 
-Slow path (tile-wide `lax.cond`), for bf16 factors: a subnormal accumulator, or products
-outside the window: the model's float64 emulation (TwoSum, round to odd, integer rounding),
-in a loop over runs of the chain (not unrolled).
+Slow path (tile-wide `lax.cond`): a subnormal accumulator (Triton), or for bf16 factors
+products outside the window: the model's float64 emulation (TwoSum, round to odd, integer
+rounding), in a loop over runs of the chain (not unrolled).
 """
 from __future__ import annotations
 
@@ -157,12 +158,17 @@ def _product_view(view, g, bases, t):
     return _run_view(view, g, bases, t >> 1), t & 1
 
 
-def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
+def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None, stand_in: bool = True):
     """`driver.Kernel` of ``model`` on ``spec``: one f32 multiply and add per product where
     that is provably the FMA's bits, float64 emulation otherwise; NaN words as the module doc
     says. ``run``: the fast path as a loop over runs of ``run`` products of the chain (the
     same products in the same order: the same bits); None, or a run as long as the unit:
-    unrolled over the unit.
+    unrolled over the unit. ``stand_in``: a subnormal accumulator of fp8/bf8/f16 factors
+    starts the fast path from a normal stand-in (the module doc; Mosaic GPU); False: it sends
+    the tile through the float64 path instead, a tile-wide `lax.cond` (Triton: on one H100 the
+    fp8 chain kernel ran 3.0e12 MAC/s so and 1.7e12 with the stand-in, whose K loop is a third
+    the size; why is not known, benchmarks/RESULTS.md "The H100 on 2026-12-06, later"). The
+    same bits either way.
 
     Raises:
       ValueError: ``run`` under 2 (a run holds whole 2:4 blocks), or the chain's order has no
@@ -193,7 +199,10 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
     both_f32 = all(kl.exactly_f32(f) or f == BF16 for f in (fa, fb))
     # static: products always exact normal f32 (fp8, bf8, f16), and the stand-in for a
     # subnormal accumulator (`step`); None: the tile-wide tests and the float64 slow path
-    stand_in = stand_in_bits(fa, fb)
+    # the stand-in's f32 bits, or None: no stand-in (bf16 factors, or ``stand_in`` off), and
+    # ``always``: products are always exact normal f32 (fp8, bf8, f16)
+    always = stand_in_bits(fa, fb) is not None
+    stand_in = stand_in_bits(fa, fb) if stand_in else None
 
     def widen(acc):
         """f32 bits of the accumulator (a 16-bit C widens exactly; a NaN keeps sign and
@@ -289,6 +298,8 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None):
             t = (bits & INT_MIN) | stand_in
             out = fast(view, jnp.where(subnormal, t, bits))
             out = jnp.where(subnormal & (out == t), bits, out)
+        elif always:
+            out = kl.cond(~kl.tile_any(subnormal), lambda: fast(view, bits), lambda: slow(view, bits))
         elif both_f32:
             # no subnormal operand (bf16), products exact normal with last bit >= 2**-102
             ok = (~kl.tile_any(subnormal) & ~sa.tiny & ~sb.tiny & (sa.emin + sb.emin - fa.mbits - fb.mbits >= -102)
