@@ -213,8 +213,8 @@ def lowering_for(spec, model, popts: PallasOptions, call: bool = False) -> str:
     the user asks: `AUTO_MOSAIC` timed GEMMs only)."""
     if popts.lowering is not None:
         return popts.lowering
-    if popts.auto and not call and (family(model), _auto_key(family(model), spec)[1]) in AUTO_MOSAIC \
-            and mosaic_runs_here():
+    fam = family(model)
+    if popts.auto and not call and fam is not None and _auto_key(fam, spec) in AUTO_MOSAIC and mosaic_runs_here():
         return "mosaic"
     return "triton"
 
