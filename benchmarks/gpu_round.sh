@@ -6,6 +6,8 @@
 #                                              # the whole crosscheck grid against REF (a CPU run
 #                                              #   saved with --save), resumable: run it again;
 #                                              #   FIRST: models whose keys run first ("exact,fma_chain")
+#   benchmarks/gpu_round.sh OUT mosaic REF     # the keys of the families `auto` lowers with Mosaic GPU
+#                                              #   (jwmma.backends.pallas.AUTO_MOSAIC) on Mosaic, against REF
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
@@ -25,7 +27,7 @@ out=$1; part=$2
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$here/..${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-MODELS="cdna3,cdna1,cdna2,gfx12_dot4,gfx11_dot2,exact,cdna4_mx,staged_clamp,CDNA2(group=2),fma_chain"
+MODELS="cdna3,cdna1,cdna2,gfx12_dot4,gfx11_dot2,exact,cdna4_mx,staged_clamp,CDNA2(group=2),fma_chain,fma_chain_k"
 py=${PYTHON:-python3}
 case $part in
 int)
@@ -48,6 +50,11 @@ grid)
         2> "$out/grid_progress.log"
     echo "crosscheck exit $? (3: time limit reached, run this part again)"
     ;;
+mosaic)
+    $py "$here/crosscheck.py" --targets --models "exact,fma_chain,fma_chain_k" --backends mosaic --compare "$3" \
+        --jobs "${JOBS:-14}" --quiet --report "$out/mosaic_report.txt" 2> "$out/mosaic_progress.log"
+    grep "identical" "$out/mosaic_report.txt" | tail -1
+    ;;
 rows)
     $py "$here/bench_rows.py" --reps 3 --json "$out/rows.json" | tee "$out/rows.txt"
     ;;
@@ -64,6 +71,6 @@ trees)
     done
     ;;
 *)
-    echo "unknown part $part: int, grid, rows, calls or trees" >&2; exit 2
+    echo "unknown part $part: int, grid, mosaic, rows, calls or trees" >&2; exit 2
     ;;
 esac
