@@ -290,6 +290,16 @@ def test_auto_lowers_the_measured_families_with_mosaic(monkeypatch):
     assert pallas.tiling(fp8, chain, auto, call=True).lowering == "triton"
     assert pallas.tiling(fp8, chain, PallasOptions(auto=True, lowering="triton")).lowering == "triton"
     assert pallas.tiling(fp8, chain, PallasOptions()).lowering == "triton"  # backend='pallas': as named
+    seen = []
+
+    def in_shard_map(x):  # a sharded GEMM's tiles: Triton (Mosaic GPU not run there)
+        seen.append(pallas.tiling(fp8, chain, auto).lowering)
+        return x
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    jax.jit(jax.shard_map(in_shard_map, mesh=mesh, in_specs=jax.sharding.PartitionSpec("x"),
+                          out_specs=jax.sharding.PartitionSpec("x")))(jnp.zeros(4))
+    assert seen == ["triton"]
     monkeypatch.setattr(pallas, "triton_available", lambda: False)  # a JAX after Triton's removal
     on_gpu = resolve(Options(backend="pallas", platform="gpu", pallas=auto))
     assert pallas.kernel_for(fp8, chain, on_gpu) and not pallas.kernel_for(fp8, fused, on_gpu)

@@ -209,14 +209,27 @@ def mosaic_runs_here() -> bool:
 def lowering_for(spec, model, popts: PallasOptions, call: bool = False) -> str:
     """'triton' or 'mosaic': the GEMM kernel's lowering. The user's ``popts.lowering`` where
     given; for ``backend='auto'`` (``popts.auto``) Mosaic GPU where `AUTO_MOSAIC` lists the
-    family and `mosaic_runs_here`; else Triton. ``call``: a direct builtin call (Triton unless
-    the user asks: `AUTO_MOSAIC` timed GEMMs only)."""
+    family and `mosaic_runs_here`, outside `shard_map` (a sharded GEMM's tiles); else Triton.
+    ``call``: a direct builtin call (Triton unless the user asks: `AUTO_MOSAIC` timed GEMMs
+    only)."""
     if popts.lowering is not None:
         return popts.lowering
     fam = family(model)
-    if popts.auto and not call and fam is not None and _auto_key(fam, spec) in AUTO_MOSAIC and mosaic_runs_here():
+    if popts.auto and not call and fam is not None and _auto_key(fam, spec) in AUTO_MOSAIC and mosaic_runs_here() \
+            and not _inside_shard_map():
         return "mosaic"
     return "triton"
+
+
+def _inside_shard_map() -> bool:
+    """Whether the trace is inside `shard_map` (the abstract mesh has manual axes): there
+    ``auto`` keeps Triton. Mosaic GPU's kernels ran on one device only, and its interpreter
+    fails inside shard_map ("Barrier remains allocated", JAX 0.10.2 and 0.11.2)."""
+    get = getattr(jax.sharding, "get_abstract_mesh", None)
+    try:
+        return bool(get is not None and get().manual_axes)
+    except (AttributeError, RuntimeError):  # pragma: no cover - a JAX without manual axes
+        return False
 
 
 def kernel_for(spec, model, options) -> bool:
