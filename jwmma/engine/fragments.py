@@ -122,7 +122,8 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     if op.elem_bits == 64:
         out = _unpack_f64(spec, op, layout, shape, regs, t)
     else:
-        out = _unpack_words(regs, spec=spec, which=which, half=half, signed=check_bool_kw(signed, "signed"))
+        signed = check_bool_kw(signed, "signed")
+        out = _unpack_words(regs, spec=spec, which=which, half=half, signed=signed)
         if _on_host(t):
             out = codes_to_values(t, out, signed)
     if spec.blocks > 1:  # (*batch, blocks, R, C)

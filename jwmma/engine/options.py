@@ -63,8 +63,8 @@ class PallasOptions:
     lowering: what lowers the kernels on a GPU: 'triton' (deprecated in JAX 0.11), 'mosaic'
         or None: Triton, but for ``backend='auto'`` Mosaic GPU on sm_90 and later where it was
         measured faster (the 8-bit chain and `exact` GEMMs:
-        `jwmma.backends.pallas.AUTO_MOSAIC`). 'mosaic': Mosaic GPU (every kernel family, fused-group
-        sums in their 2-D form, tm a multiple of 64; num_warps, num_stages and the 3-D
+        `jwmma.backends.pallas.AUTO_MOSAIC`). 'mosaic': Mosaic GPU (every kernel family,
+        fused-group sums in their 2-D form, tm a multiple of 64; num_warps, num_stages and the 3-D
         variants do not apply; with the select fix of `jwmma.backends.pallas.mosaic_signedness`
         it gave XLA's bits on an H200 for five builtins under six models: benchmarks/RESULTS.md).
     """

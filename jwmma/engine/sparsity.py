@@ -91,10 +91,6 @@ def _as_bits(x):
     return lax.bitcast_convert_type(x, width)
 
 
-def _bits(g):
-    """Unsigned bit patterns of floats (integer ops keep NaN payloads; XLA float selects may not)."""
-    return lax.bitcast_convert_type(g, _UINT[np.dtype(g.dtype).itemsize])
-
 
 def _from_bits(bits, dtype):
     return lax.bitcast_convert_type(bits, dtype)
@@ -308,12 +304,7 @@ def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
     operation); ``float_bits``: ``a24`` holds float bit patterns already (unsigned ints of
     their width). For callers that compress later, block by block (`jwmma.gemm`,
     `compress_groups`)."""
-    x = as_array(a24, what)
-    if x.ndim < 1 or x.shape[-1] % 4:
-        raise ValueError(f"{what} must have a last axis (K) divisible by 4, got shape {tuple(x.shape)}")
-    if not (_is_float(x.dtype) or jnp.issubdtype(x.dtype, jnp.integer)):
-        raise TypeError(f"{what} must hold floats or integers, got {x.dtype}")
-    _check_width(x.dtype, what)
+    x = _operand(a24, what)
     if x.size == 0:
         return
     with x64_scope():
@@ -411,11 +402,9 @@ def decompress_2_4(values, pos, *, check: bool = False):
         def same(count, first):
             return f"pos selects the same position twice in group {first}"
 
-        if jax_concrete(pos):  # on the host: no program of its own
-            pr = np.asarray(pos).reshape(*pos.shape[:-1], -1, 2) & 3
-            fail_if(pr[..., 0] == pr[..., 1], same)
-        elif check:
-            pr = jnp.asarray(pos).reshape(*pos.shape[:-1], -1, 2) & 3
+        concrete = jax_concrete(pos)
+        if concrete or check:  # concrete positions on the host: no program of their own
+            pr = (np if concrete else jnp).asarray(pos).reshape(*pos.shape[:-1], -1, 2) & 3
             fail_if(pr[..., 0] == pr[..., 1], same)
         return _decompress_array(_host_bits(values), jnp.asarray(pos), dtype.name)
 

@@ -197,12 +197,11 @@ def make_step(spec, model: FMAChain, ctx: Context, run: int | None = None, stand
     propagate = model.nan == "propagate"
     # operands that are f32 values (all of them normal, except bf16 subnormals)
     both_f32 = all(kl.exactly_f32(f) or f == BF16 for f in (fa, fb))
-    # static: products always exact normal f32 (fp8, bf8, f16), and the stand-in for a
-    # subnormal accumulator (`step`); None: the tile-wide tests and the float64 slow path
-    # the stand-in's f32 bits, or None: no stand-in (bf16 factors, or ``stand_in`` off), and
-    # ``always``: products are always exact normal f32 (fp8, bf8, f16)
-    always = stand_in_bits(fa, fb) is not None
-    stand_in = stand_in_bits(fa, fb) if stand_in else None
+    # static: the stand-in's f32 bits where products are always exact normal f32 (fp8, bf8,
+    # f16; ``always``), used where ``stand_in`` asks; None: no stand-in (bf16 factors, or off)
+    bits_of_stand_in = stand_in_bits(fa, fb)
+    always = bits_of_stand_in is not None
+    stand_in = bits_of_stand_in if stand_in else None
 
     def widen(acc):
         """f32 bits of the accumulator (a 16-bit C widens exactly; a NaN keeps sign and
