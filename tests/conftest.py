@@ -108,7 +108,7 @@ def pytest_collection_modifyitems(config, items):
     _long_modules_first(items)
     seen: dict = {}
     for item in items:
-        path = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        path = _module_file(item)
         func = item.originalname if hasattr(item, "originalname") else item.name.split("[")[0]
         key = f"{path}::{func}"
         if key in DEFAULT_SKIP:
@@ -122,11 +122,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def _module_file(item) -> str:
+    """The file name of a test's module ("test_gemm.py")."""
+    return item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+
+
 def _long_modules_first(items):
     """`LONG_FIRST`'s modules at the front, in their order; every module stays in one piece (its
     module-scoped fixtures set up once)."""
     def rank(item):
-        name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        name = _module_file(item)
         return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
 
     items[:] = sorted(items, key=rank)  # stable: the other modules keep pytest's order
