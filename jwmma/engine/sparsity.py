@@ -212,11 +212,18 @@ def prune_bits(a, dtype, rule: str = "largest"):
     the pruned bits come back. For callers that keep operands as bits (`jwmma.gemm`)."""
     dtype = np.dtype(dtype)
     with x64_scope():
-        a = jnp.asarray(a)
+        a = a if isinstance(a, (np.ndarray, jax.Array)) else jnp.asarray(a)  # numpy goes in as it is
         if a.size == 0:
-            return a
-        g = a.reshape(*a.shape[:-1], a.shape[-1] // 4, 4)
-        return _prune(g, rule, dtype.name).reshape(a.shape)
+            return jnp.asarray(a)
+        return _prune_bits_array(a, rule, dtype.name)
+
+
+@functools.partial(jax.jit, static_argnames=("rule", "dtype"))
+def _prune_bits_array(a, rule, dtype):
+    """`prune_bits` as one program: eagerly, the two reshapes around `_prune` were programs of
+    their own, compiled again for every shape."""
+    g = a.reshape(*a.shape[:-1], a.shape[-1] // 4, 4)
+    return _prune(g, rule, dtype).reshape(a.shape)
 
 
 @functools.partial(jax.jit, static_argnames=("rule", "dtype"))
