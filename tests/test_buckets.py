@@ -65,6 +65,24 @@ def test_ten_shapes_of_one_unit_compile_one_program(rng):
         np.testing.assert_array_equal(_bits(out[i]), _bits(jwmma.dot_general(*data[i], dims, unit=own)))
 
 
+def test_ten_shapes_of_a_pruning_gemm_compile_one_program(rng):
+    """``gemm(prune=True)`` over ten shapes in one bucket: the pruning runs inside the bucket's
+    program (no program of its own per shape, nor one per eager reshape around it), so one
+    program, two where 'auto' tiers up within ten calls; the bits of the own-shape GEMM."""
+    from jwmma.engine import effort
+
+    shapes = [(40, 256, 48), (64, 128, 64), (33, 200, 17), (50, 512, 20), (64, 64, 64), (17, 100, 90),
+              (48, 384, 32), (20, 160, 40), (64, 448, 60), (36, 96, 28)]
+    data = [(jwmma.numerics.cast(rng.standard_normal((m, k)), ml_dtypes.float8_e4m3fn),
+             jwmma.numerics.cast(rng.standard_normal((k, n)), ml_dtypes.float8_e4m3fn)) for m, k, n in shapes]
+    kw = dict(builtin="smfmac_f32_16x16x128_fp8_fp8", prune=True, backend="xla")
+    before = _COMPILES["n"]
+    out = [jwmma.gemm(a, b, options=BUCKETS, **kw) for a, b in data]
+    assert _COMPILES["n"] - before <= 1 + (effort.TIER_UP_CALLS < len(shapes))
+    assert [o.shape for o in out] == [(m, n) for m, _, n in shapes]
+    np.testing.assert_array_equal(_bits(out[2]), _bits(jwmma.gemm(*data[2], options=OWN_SHAPE, **kw)))
+
+
 def test_shape_buckets_option_is_checked():
     with pytest.raises(TypeError, match="shape_buckets must be True or False, got 'yes'"):
         jwmma.Options(shape_buckets="yes")

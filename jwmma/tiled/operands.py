@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax.numpy as jnp
+from jax import lax
 import numpy as np
 
 from ..engine.fragments import check_value_input, format_code, scale_codes, storage_bits, to_codes
@@ -48,20 +49,24 @@ class Form:
     """How `convert` turns checked operands into codes (static, hashable): the element types,
     and A's form: 'pair' (values, positions), 'compress' (a dense 2:4 A, pruned already when
     gemm prunes, compressed block by block after its K is padded to ``k4``), 'dense' (a dense
-    builtin's A)."""
+    builtin's A); ``prune_as``: a float 'compress' A that gemm prunes, the name of its dtype
+    (pruned block by block with the compression: one program with the GEMM's, not one of its
+    own per shape), else ''."""
 
     a_type: str
     b_type: str
     c_type: str
     a_form: str
     k4: int = 0
+    prune_as: str = ""
 
 
 @dataclass(frozen=True)
 class Inputs:
     """A GEMM's operands checked (every check of `codes`) but not converted: ``a`` as the user
-    gave it (dense (*batch, M, K), pruned and padded to a multiple of 4 along K when gemm
-    prunes, or the values of a pair), ``pos`` (a pair's positions, else None), ``b``, ``c``
+    gave it (dense (*batch, M, K), padded to a multiple of 4 along K when gemm prunes, and
+    pruned already if integer: `convert` prunes floats, ``form.prune_as``; or the values of a
+    pair), ``pos`` (a pair's positions, else None), ``b``, ``c``
     (or None), float operands as their bit patterns (`storage_bits`), the logical ``m``,
     ``n``, ``k``, the broadcast ``batch`` and the static `Form`. `convert` gives the codes of any block of rows or batch elements, so
     gemm converts inside its bounded loop (peak memory independent of the batch size)."""
@@ -284,20 +289,21 @@ def _checked_dense_a(a, prune: bool, spec: BuiltinSpec):
 
 
 def _checked_a(spec: BuiltinSpec, a, prune: bool, check: bool, lohi):
-    """(a, pos or None, dense K, Form's a_form) with every check of A done: a pair's
-    shapes and positions, a dense A's 2:4 structure (concrete: now; traced: when it runs),
-    the values' dtype and integer range. Floats come back as their bit patterns
-    (`storage_bits`): padding, pruning and the 2:4 check run on bits."""
+    """(a, pos or None, dense K, Form's a_form, Form's prune_as) with every check of A done: a
+    pair's shapes and positions, a dense A's 2:4 structure (concrete: now; traced: when it
+    runs), the values' dtype and integer range. Floats come back as their bit patterns
+    (`storage_bits`): padding, pruning and the 2:4 check run on bits; a float A to prune comes
+    back unpruned, for `convert` to prune."""
     if spec.scaled:  # uint16 words of elements and scales, checked by `scaled_words`
-        return _checked_dense_a(a, prune, spec), None, a.shape[-1], "dense"
+        return _checked_dense_a(a, prune, spec), None, a.shape[-1], "dense", ""
     if spec.dense:
         a = _checked_dense_a(a, prune, spec)
         a = check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi)
-        return storage_bits(a), None, a.shape[-1], "dense"
+        return storage_bits(a), None, a.shape[-1], "dense", ""
     if isinstance(a, tuple):
         values, pos, k = _checked_pair(a, check)
         values = check_value_input(spec.a_type, values, "a", spec.name, check=check, lohi=lohi)
-        return storage_bits(values), pos, k, "pair"
+        return storage_bits(values), pos, k, "pair", ""
     a = as_array(a, "a")
     if a.ndim < 2:
         raise ValueError(f"a must be (*batch, M, K), got shape {tuple(a.shape)}")
@@ -305,15 +311,15 @@ def _checked_a(spec: BuiltinSpec, a, prune: bool, check: bool, lohi):
     k4 = -(-k // 4) * 4
     if element_type(spec.a_type).is_float:
         a = check_value_input(spec.a_type, a, "a", spec.name)  # the dtype, before it becomes bits
-        if prune:
-            return prune_bits(_padded_bits(a, k4), a.dtype), None, k, "compress"
+        if prune:  # pruned by `convert`, inside the GEMM's program
+            return _padded_bits(a, k4), None, k, "compress", np.dtype(a.dtype).name
         check_2_4(_padded_bits(a, k4), what="a", float_bits=True)
-        return storage_bits(a), None, k, "compress"
+        return storage_bits(a), None, k, "compress", ""
     if prune:  # once, whole (the range check of integers covers the kept values only, as before)
         a = prune_2_4(pad_to(jnp.asarray(a), {-1: k4}))
     else:
         check_2_4(a if k % 4 == 0 else pad_to(jnp.asarray(a), {-1: k4}), what="a")
-    return check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi), None, k, "compress"
+    return check_value_input(spec.a_type, a, "a", spec.name, check=check, lohi=lohi), None, k, "compress", ""
 
 
 def _checked_pair(a: tuple, check: bool):
@@ -349,7 +355,7 @@ def inputs(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, sign
     check = check_bool_kw(check, "check")
     ra = None if signed[0] is None else int_range(spec, "a", signed[0])
     rb = None if signed[1] is None else int_range(spec, "b", signed[1])
-    a, pos, k, a_form = _checked_a(spec, a, prune, check, ra)
+    a, pos, k, a_form, prune_as = _checked_a(spec, a, prune, check, ra)
     b = as_array(b, "b")
     if b.ndim < 2:
         raise ValueError(f"b must be (*batch, K, N), got shape {tuple(b.shape)}")
@@ -370,7 +376,7 @@ def inputs(spec: BuiltinSpec, a, b, c, *, prune: bool, check: bool = False, sign
             f"batch dims of a {tuple(a.shape[:-2])}, b {tuple(b.shape[:-2])} and c "
             f"{tuple(c.shape[:-2]) if c is not None else ()} do not broadcast"
         ) from None
-    form = Form(spec.a_type, spec.b_type, spec.c_type, a_form, -(-k // 4) * 4)
+    form = Form(spec.a_type, spec.b_type, spec.c_type, a_form, -(-k // 4) * 4, prune_as)
     return Inputs(a, pos, b, c, int(m), int(n), int(k), tuple(batch), form)
 
 
@@ -385,6 +391,10 @@ def convert(form: Form, a, pos, b, c):
         values, pos = a, jnp.zeros(a.shape, jnp.int32)
     else:  # floats are bits already (`inputs`), so the pad moves integers
         a = pad_to(jnp.asarray(storage_bits(a)), {-1: form.k4})
+        if form.prune_as:  # rows of groups of 4 prune on their own: any block of rows as the whole
+            # the barrier keeps the pruning one fusion: fused into each consumer of the pruned A
+            # (values and positions), XLA computed it twice (a bucket's first call +0.4 CPU s)
+            a = lax.optimization_barrier(prune_bits(a, form.prune_as))
         values, pos = compress_groups(a, float_bits=element_type(form.a_type).is_float)
     return (to_codes(form.a_type, values), pos, to_codes(form.b_type, b),
             None if c is None else to_codes(form.c_type, c))
