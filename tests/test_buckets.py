@@ -1,7 +1,8 @@
 """Shape buckets (`jwmma.tiled.buckets`, issue 35): eager GEMMs and unit contractions of many
 shapes share one program per bucket, and give the bits of their own-shape programs
 (``Options(shape_buckets=False)``), the -0 of an FMA chain that extra K steps of zeros would
-turn into +0 included. Programs are counted through JAX's compile events."""
+turn into +0 included; and a GEMM of a new shape compiles no program of its own besides its
+GEMM's. Programs are counted through JAX's compile events."""
 from __future__ import annotations
 
 import ml_dtypes
@@ -81,6 +82,33 @@ def test_ten_shapes_of_a_pruning_gemm_compile_one_program(rng):
     assert _COMPILES["n"] - before <= 1 + (effort.TIER_UP_CALLS < len(shapes))
     assert [o.shape for o in out] == [(m, n) for m, _, n in shapes]
     np.testing.assert_array_equal(_bits(out[2]), _bits(jwmma.gemm(*data[2], options=OWN_SHAPE, **kw)))
+
+
+def test_a_new_shape_of_jax_operands_compiles_the_gemm_program_alone(rng):
+    """Operands held as JAX arrays on the CPU (a compressed pair, B, C): a GEMM of a new shape
+    compiles its own program and nothing else (no eager bit cast or range check of its own per
+    shape); a dense 2:4 A adds the one program of its 2:4 summary. Operands committed to
+    their device (kept as JAX arrays) give the same bits."""
+    import jax
+
+    def count(fn):
+        before = _COMPILES["n"]
+        out = jax.block_until_ready(fn())
+        return _COMPILES["n"] - before, out
+
+    kw = dict(builtin="smfmac_f32_16x16x64_f16", backend="xla", options=OWN_SHAPE)
+    m, k, n = 40, 160, 24
+    a24 = jwmma.prune_2_4(rng.standard_normal((m, k)).astype(np.float16))
+    values, pos = jwmma.compress_2_4(a24)
+    b = jax.numpy.asarray(rng.standard_normal((k, n)).astype(np.float16))
+    c = jax.numpy.asarray(rng.standard_normal((m, n)).astype(np.float32))
+    programs, d = count(lambda: jwmma.gemm((values, pos), b, c, **kw))
+    assert programs == 1
+    programs, d24 = count(lambda: jwmma.gemm(a24, b, c, **kw))
+    assert programs == 2
+    np.testing.assert_array_equal(_bits(d24), _bits(d))
+    committed = [jax.device_put(x, jax.devices()[0]) for x in (values, pos, b, c)]
+    np.testing.assert_array_equal(_bits(jwmma.gemm(tuple(committed[:2]), *committed[2:], **kw)), _bits(d))
 
 
 def test_shape_buckets_option_is_checked():

@@ -15,7 +15,7 @@ import numpy as np
 from jax import lax
 
 from ..isa.types import element_type
-from .validation import as_array, check_values, is_concrete
+from .validation import as_array, check_values, host_readable, is_concrete
 
 __all__ = ["value_codes", "check_value_input", "to_codes", "storage_bits", "codes_to_values"]
 
@@ -113,7 +113,16 @@ def storage_bits(x):
         # operand was a transposed float64 constant (a jit's concrete argument inside another
         # jit, e.g. a closed-over cotangent): the barrier keeps the bit cast out of the folding
         x = lax.optimization_barrier(x)
+    elif _in_host_memory(x):  # an eager bit cast is a program of its own for every new shape
+        return np.asarray(x).view(width)
     return lax.bitcast_convert_type(x, width)
+
+
+def _in_host_memory(x) -> bool:
+    """Whether ``x`` is a JAX array on one CPU device (`host_readable`) not committed to it:
+    placing its numpy view puts the operand where the uncommitted array would go (a committed
+    array keeps its device, so it stays a JAX array)."""
+    return host_readable(x) and not x.committed
 
 
 def codes_to_values(type_name: str, codes, signed: bool = True) -> jnp.ndarray:

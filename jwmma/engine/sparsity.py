@@ -316,20 +316,24 @@ def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
         return
     with x64_scope():
         float_bits = float_bits or _is_float(x.dtype)
-        x, g = _groups(x, what)
         if jax_concrete(x):
-            total, first, nonzeros = _summary_2_4(g, float_bits)
+            total, first, nonzeros = _summary_2_4(_host_bits(x), float_bits)
             if int(total):
-                first = tuple(int(i) for i in np.unravel_index(int(first), g.shape[:-1]))
+                first = tuple(int(i) for i in np.unravel_index(int(first), (*x.shape[:-1], x.shape[-1] // 4)))
                 raise ValueError(_message_2_4(what, first, int(nonzeros), int(total)))
             return
+        x, g = _groups(x, what)
         count = _compress(g, float_bits)[2]
         fail_if(count > 2, _describe_2_4(what), count)
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _summary_2_4(g, float_bits: bool):
-    """(groups with more than two non-zeros, flat index of the first, its non-zero count)."""
+def _summary_2_4(x, float_bits: bool):
+    """(groups with more than two non-zeros, flat index of the first, its non-zero count) of
+    ``x`` (..., K), as one program (a JAX array's bit cast and grouping included: eagerly each
+    was a program of its own, compiled again for every shape)."""
+    bits = _to_bits(x)
+    g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
     bad = (_nonzero_bits(g, float_bits).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
     first = jnp.argmax(bad)
     return (jnp.sum(bad, dtype=jnp.int32), first,

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["is_concrete", "as_array", "batch_shape", "check_last_dims", "check_range", "check_static_int", "check_static_bool",
+__all__ = ["is_concrete", "host_readable", "as_array", "batch_shape", "check_last_dims", "check_range", "check_static_int", "check_static_bool",
            "broadcast_batch", "first_violation", "fail_if", "check_bool_kw", "check_values", "checked"]
 
 
@@ -81,6 +81,16 @@ def first_violation(bad, values):
     return int(bad.sum()), where, np.asarray(values)[where]
 
 
+def host_readable(x) -> bool:
+    """Whether ``x`` is a concrete JAX array on one CPU device: numpy reads it in place, where
+    an eager JAX operation would compile a program for every new shape."""
+    try:
+        return (is_concrete(x) and len(x.sharding.device_set) == 1
+                and next(iter(x.sharding.device_set)).platform == "cpu")
+    except AttributeError:  # not a jax.Array
+        return False
+
+
 @jax.jit
 def _extremes(x):
     """(min, max) of ``x`` in one program (two eager reductions compiled two per new shape)."""
@@ -91,7 +101,7 @@ def check_range(x, lo: int, hi: int, what: str):
     """Raise if concrete integer values fall outside [lo, hi]; traced values are not checked."""
     if not is_concrete(x) or x.size == 0:
         return
-    if isinstance(x, jax.Array):  # scalars come back, not the whole array (global arrays too)
+    if isinstance(x, jax.Array) and not host_readable(x):  # scalars come back, not the whole array
         low, high = _extremes(x)
         if lo <= int(low) and int(high) <= hi:
             return
