@@ -2,6 +2,12 @@
 
     python benchmarks/bench_calls.py --waves 65536 --rows fp8:cdna3 fp8:exact f16:gfx12_dot4
     python benchmarks/bench_calls.py --waves 65536 --backend pallas     # each wave on the Pallas kernels
+    python benchmarks/bench_calls.py --rows mfma_f32_16x16x32_fp8_fp8:cdna3 mfma_scale_f32_16x16x128_f8f6f4:cdna4_mx
+
+A row is ``fmt:model`` (fmt: a key of `rows.BUILTIN`, the sparse rows: registers packed from
+pruned normal values) or ``builtin:model`` for any builtin (an empty model: its default):
+random registers of `rows.registers` (normal values; the index words of a sparse builtin; a
+block-scaled builtin gets random scale words, exponents 2**-7 to 2**7 in every byte).
 
 Rate = emulated multiply-adds = compressed products (waves x M x N x K/2) per second, the
 unit of benchmarks/RESULTS.md;
@@ -19,9 +25,10 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rows import BUILTIN, mmasim_rate, timed  # noqa: E402  (this folder: the shared rows and timer)
+from rows import BUILTIN, mmasim_rate, registers, timed  # noqa: E402  (this folder: the shared rows and timer)
 
 import jwmma  # noqa: E402
 
@@ -38,27 +45,53 @@ def main():
     args = ap.parse_args()
     print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
     for row in args.rows:
-        fmt, model = row.split(":")
-        name = BUILTIN[fmt]
+        fmt, _, model = row.partition(":")
+        name = BUILTIN.get(fmt, fmt)
+        if name not in jwmma.BUILTINS:
+            ap.error(f"row {row!r}: {fmt!r} is neither a key of rows.BUILTIN ({', '.join(BUILTIN)}) nor a builtin")
         spec = jwmma.BUILTINS[name]
-        ka, kb, kc = jax.random.split(jax.random.PRNGKey(0), 3)
-        a = jax.random.normal(ka, (args.waves, spec.m, spec.k), jnp.float32).astype(spec.a_format.dtype)
-        b = jax.random.normal(kb, (args.waves, spec.k, spec.n), jnp.float32).astype(spec.b_format.dtype)
-        c = jax.random.normal(kc, (args.waves, spec.m, spec.n), jnp.float32)
-        values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
-        regs = jax.block_until_ready([jax.device_put(r) for r in (
-            jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))])
+        regs, extra = _registers(fmt, name, spec, args.waves)
         fn = getattr(jwmma, name)
         kw = {} if args.backend is None else {"backend": args.backend}
-        t = timed(lambda: fn(*regs, model=model, **kw), args.repeat)
+        kw.update(extra)
+        if model:
+            kw["model"] = model
+        t = timed(lambda: fn(*regs, **kw), args.repeat)
         sec = t.median
-        macs = args.waves * spec.m * spec.n * spec.kc
+        macs = args.waves * spec.m * spec.n * spec.kc * spec.blocks
         out = dict(row=row, builtin=name, backend=args.backend or "auto", seconds=sec, mac_per_s=macs / sec,
                    first_s=round(t.first, 3))  # trace, compile and run of the first call (issue 35)
         if args.mmasim:
             rate = mmasim_rate(name, model, 256, 2048)
             out.update(mmasim_mac_per_s=rate, speedup_vs_mmasim=None if rate is None else macs / sec / rate)
         print(json.dumps(out))
+
+
+def _registers(fmt, name, spec, waves):
+    """(positional registers on the device, keyword registers) of ``waves`` waves (module doc)."""
+    if fmt in BUILTIN:  # the sparse rows as they were always timed: packed from pruned normal values
+        ka, kb, kc = jax.random.split(jax.random.PRNGKey(0), 3)
+        a = jax.random.normal(ka, (waves, spec.m, spec.k), jnp.float32).astype(spec.a_format.dtype)
+        b = jax.random.normal(kb, (waves, spec.k, spec.n), jnp.float32).astype(spec.b_format.dtype)
+        c = jax.random.normal(kc, (waves, spec.m, spec.n), jnp.float32)
+        values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
+        return jax.block_until_ready([jax.device_put(r) for r in (
+            jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))]), {}
+    a, b, c, index = registers(name, waves)
+    regs = []
+    extra = {}
+    named = dict(a=a, b=b, c=c, index=index, idx=index)
+    for p, prm in getattr(jwmma, name).__signature__.parameters.items():  # every argument by name
+        if p in named:
+            extra[p] = jax.device_put(named[p])
+        elif prm.default is prm.empty and prm.kind is not prm.KEYWORD_ONLY:  # sign and clamp modifiers
+            extra[p] = False
+    if spec.scaled:
+        rng = np.random.default_rng(1)
+        words = rng.integers(120, 135, (2, waves, spec.lanes, 4), dtype=np.uint64).astype(np.uint32)
+        words = (words << (8 * np.arange(4, dtype=np.uint32))).sum(-1, dtype=np.uint32).view(np.int32)
+        extra.update(scale_a=jax.device_put(words[0]), scale_b=jax.device_put(words[1]))
+    return regs, jax.block_until_ready(extra)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #                                              #   (jwmma.backends.pallas.AUTO_MOSAIC) on Mosaic, against REF
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
+#   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
 #                                              # the crosscheck keys listed in KEYS against REF, once
 #                                              #   under each code tree (a folder holding a jwmma/):
@@ -62,6 +63,15 @@ calls)
     $py "$here/bench_calls.py" --backend pallas --repeat 3 \
         --rows fp8:cdna3 f16c:cdna3 bf16:cdna3 f16:gfx12_dot4 fp8:exact | tee "$out/calls.txt"
     ;;
+calls_all)
+    # one builtin of every default model and the dense rows (issue 36 goal 4: >= 1e11 MAC/s each),
+    # as a user calls them (backend 'auto')
+    $py "$here/bench_calls.py" --repeat 3 --rows fp8:cdna3 f16c:cdna3 bf16:cdna3 f16:gfx12_dot4 fp8:exact \
+        mfma_f32_16x16x32_fp8_fp8: mfma_f32_16x16x16f16: mfma_f32_32x32x16_bf16: mfma_f32_32x32x8bf16_1k: \
+        mfma_scale_f32_16x16x128_f8f6f4: wmma_f32_16x16x16_f16_w32_gfx12: swmmac_i32_16x16x32_iu8_w32: \
+        wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: smfmac_i32_16x16x128_i8: mfma_i32_16x16x32_i8: \
+        | tee "$out/calls_all.txt"
+    ;;
 trees)
     keys=$3; ref=$4; shift 4
     for tree in "$@"; do
@@ -71,6 +81,6 @@ trees)
     done
     ;;
 *)
-    echo "unknown part $part: int, grid, mosaic, rows, calls or trees" >&2; exit 2
+    echo "unknown part $part: int, grid, mosaic, rows, calls, calls_all or trees" >&2; exit 2
     ;;
 esac
