@@ -335,9 +335,16 @@ def test_cases_are_adversarial():
 
 def test_gemm_with_backend_pallas_pads_and_ignores_x64():
     """`jwmma.gemm(..., backend='pallas')` on value arrays whose shapes are not tile multiples,
-    with and without the user's jax_enable_x64."""
+    with and without the user's jax_enable_x64; an eager call of a new shape is one program
+    (conversion, padding, kernel and D's conversion: `paths.kernel_gemm`), pruning included."""
+    from jax import monitoring
+
+    programs = []
+    monitoring.register_event_duration_secs_listener(
+        lambda event, d, **kw: programs.append(event) if event == "/jax/core/compile/backend_compile_duration" else None)
     rng = np.random.default_rng(5)
     a = rng.standard_normal((40, 70)).astype(np.float32)
+    dense = a.astype(np.float16)
     a[:, 1::4] = a[:, 3::4] = 0  # 2:4 sparse
     a = a.astype(np.float16)
     b = rng.standard_normal((70, 50)).astype(np.float16)
@@ -345,8 +352,15 @@ def test_gemm_with_backend_pallas_pads_and_ignores_x64():
     kw = dict(builtin="swmmac_f32_16x16x32_f16_w32")
     ref = np.asarray(jwmma.gemm(a, b, c, backend="xla", **kw))
     opts = Options(backend="pallas", pallas=PallasOptions(tm=16, tn=32))
+    before = len(programs)
     got = np.asarray(jwmma.gemm(a, b, c, options=opts, **kw))
+    assert len(programs) - before == 1
     np.testing.assert_array_equal(ref.view(np.uint32), got.view(np.uint32))
+    before = len(programs)
+    pruned = np.asarray(jwmma.gemm(dense, b, c, options=opts, prune=True, **kw))
+    assert len(programs) - before == 1
+    np.testing.assert_array_equal(pruned.view(np.uint32),
+                                  np.asarray(jwmma.gemm(dense, b, c, backend="xla", prune=True, **kw)).view(np.uint32))
     with jax.enable_x64(True):
         got64 = np.asarray(jwmma.gemm(a, b, c, options=opts, **kw))
     np.testing.assert_array_equal(ref.view(np.uint32), got64.view(np.uint32))

@@ -273,6 +273,18 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
         if bucket is not None:  # cut on the host: no program per shape
             d = jax.device_put(np.ascontiguousarray(np.asarray(d)[..., : real[0], : real[1]]))
         return float64_out(spec, d)
+    if dist is None and spec.c_type != "f64" and not _traced(a, b, c):
+        # an eager GEMM on one kernel: checked here, then one program (`paths.kernel_gemm`)
+        ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
+        if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
+            return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
+        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
+                      (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, ins.form, (ins.m, ins.n, ins.k, ins.batch),
+                       shapes_key(ins.a, ins.pos, ins.b, ins.c)))
+        with pallas.quiet_triton(), x64_scope():  # the kernel lowers here (JAX 0.11 deprecates Triton)
+            return paths.kernel_gemm(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
+                                     a_signed=a_signed, b_signed=b_signed, clamp=clamp, form=ins.form,
+                                     dims=(ins.m, ins.n, ins.k, ins.batch))
     # the f64 rows' operands are float64 and their codes int64 from placement to D: all of it inside
     # x64_scope (outside it JAX would place float64 data as float32 and cut int64 codes to 32 bits)
     with x64_scope() if spec.c_type == "f64" else contextlib.nullcontext():
@@ -281,6 +293,11 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
         d = _padded_codes_path(spec, m_obj, opts, dist, a, b, c, path=path, prune=prune, check=check,
                                a_signed=a_signed, b_signed=b_signed, clamp=clamp, s=s)
     return float64_out(spec, d)
+
+
+def _traced(*xs) -> bool:
+    """Whether any operand (or a pair's part) is traced: inside a user's jit, vmap or grad."""
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(xs))
 
 
 def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, a_signed, b_signed, clamp, s):
@@ -302,7 +319,7 @@ def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, 
     padded = operands.pad_codes(ops, rows, cols, -(-ops.k // spec.k) * spec.k)
 
     # an eager GEMM on one device lowers its kernel inside x64_scope (`emulate_padded`): int64 loops
-    eager = dist is None and not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((a, b, c)))
+    eager = dist is None and not _traced(a, b, c)
     kernel = functools.partial(
         paths.matrix_path if path == "matrix" else paths.register_path, spec=spec, model=m_obj, options=opts,
         a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({"wide_loops": eager} if path == "matrix" else {"s": s}),

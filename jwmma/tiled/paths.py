@@ -37,7 +37,7 @@ from ..varying import vary_like, vary_together
 from . import operands
 from .blocks import batch_chunk, row_block, run_blocks, run_extent
 
-__all__ = ["matrix_path", "register_path", "gemm_path", "by_row_blocks", "row_block", "batch_chunk", "matrix_tile", "tiles",
+__all__ = ["matrix_path", "kernel_gemm", "register_path", "gemm_path", "by_row_blocks", "row_block", "batch_chunk", "matrix_tile", "tiles",
            "untile"]
 
 
@@ -245,6 +245,30 @@ def _register_rows(a_codes, pos, b_codes, c, *, spec, model, options, a_signed, 
     c_lanes = _scan_steps(body, c_lanes, (a_s, p_s, b_s), steps)
     d = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, c_lanes)
     return untile(_unstack_blocks(d, nb, tm, tn) if nb > 1 else d)
+
+
+@effort_jit(static_argnames=_STATIC + ("form", "dims"))
+def kernel_gemm(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp, form, dims):
+    """D values of an eager GEMM on one device whose instructions run on the model family's
+    Pallas kernel (`matrix_path` with ``options.backend == 'pallas'``): the operands'
+    conversion, padding, the kernel and D's conversion as one program. Op by op, each step was
+    a program of its own, compiled again for every new shape (eleven per GEMM; on a GPU, most
+    of a first call's time).
+
+    Args:
+        a, pos, b, c: `operands.Inputs` fields (pos, c may be None); spec, model, options,
+            a_signed, b_signed, clamp: as `matrix_path`; form: `operands.Form`; dims: (M, N,
+            K, batch). Called inside `x64_scope`, where the kernel lowers (``wide_loops``).
+    Returns:
+        (*batch, M, N) D in the accumulator's value dtype (not f64: those rows have no kernel).
+    """
+    m, n, k, batch = dims
+    a, pos, b, c = operands.convert(form, a, pos, b, c)
+    ops = operands.Codes(a, pos, b, c, m, n, k, batch, spec.dense)
+    rows, cols, depth = -(-m // spec.m) * spec.m, -(-n // spec.n) * spec.n, -(-k // spec.k) * spec.k
+    d = matrix_path(*operands.pad_codes(ops, rows, cols, depth), spec=spec, model=model, options=options,
+                    a_signed=a_signed, b_signed=b_signed, clamp=clamp, wide_loops=True)
+    return fragments.codes_to_values(spec.c_type, d[..., :m, :n].astype(operands.code_dtype(spec)))
 
 
 @effort_jit(static_argnames=_STATIC + ("path", "s", "form", "dims", "normal_values"))
