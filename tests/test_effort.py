@@ -123,6 +123,19 @@ def test_fast_compiles_with_the_platforms_options():
         assert ("xla_backend_optimization_level", 0) in got
 
 
+def test_heavy_groups_loop_on_a_cpu_at_every_effort():
+    """The models whose groups XLA:CPU runs faster as a loop (CDNA1, CDNA2, RDNA3) loop there
+    at 'full' too; on a GPU 'full' keeps them unrolled; 'fast' loops everywhere."""
+    from jwmma.engine.options import Options, resolve
+    from jwmma.models.grouping import UNROLL, unroll_for
+
+    for platform, effort_name, want_heavy, want_other in (("cpu", "full", 1, UNROLL), ("gpu", "full", UNROLL, UNROLL),
+                                                          ("cpu", "fast", 1, 1), ("gpu", "fast", 1, 1)):
+        opts = resolve(Options(platform=platform, compile_effort=effort_name))
+        assert unroll_for(opts, cpu_loops=True) == want_heavy, (platform, effort_name)
+        assert unroll_for(opts) == want_other, (platform, effort_name)
+
+
 def test_an_option_xla_does_not_know_falls_back_to_its_defaults(rng, monkeypatch):
     """No trial compile decides the options beforehand: a call whose 'fast' options XLA
     refuses compiles with XLA's defaults (same bits), and later calls skip the options."""

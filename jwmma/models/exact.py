@@ -23,7 +23,7 @@ from . import fused_dots
 from .base import Context, Model, as_column
 from .fields import Bool, Int, declare
 from .fma_chain import IEEEAsFMAChain
-from .grouping import loops, over_groups
+from .grouping import loops, over_groups, unroll_for
 from .specials import product_specials as _product_specials
 from .specials import specials_possible, specials_shortcut
 
@@ -318,10 +318,11 @@ class Exact(Model):
                 flags = tuple(f.any(-2) for f in _product_specials(ga, gb)) if product_specials else None
                 return self._sum(ga, gb, acc, ctx, flags)
 
-            # a loop at every effort: each group's exact sum is large, and unrolled copies of it
-            # made the program grow with the groups (mfma_f32_16x16x8bf16, CDNA1: 34882 HLO lines
-            # compiled in 9.5 CPU s, now 8326 in 2.9) and ran no faster (4096 waves 1.36 -> 1.01 s)
-            return over_groups(a, b, c_bits, group, step, 1)
+            # a CPU loops at every effort: each group's exact sum is large, and unrolled copies of
+            # it made the program grow with the groups (mfma_f32_16x16x8bf16, CDNA1: 34882 HLO
+            # lines compiled in 9.5 CPU s, looped 8326 in 2.9) and ran slower (4096 waves 1.36 s,
+            # looped 1.01)
+            return over_groups(a, b, c_bits, group, step, unroll_for(options, cpu_loops=True))
         flags = tuple(f.any(-2) for f in _product_specials(a, b)) if product_specials else None
         return self._sum(a, b, c_bits, ctx, flags)
 

@@ -46,7 +46,7 @@ from jax import lax
 from ..numerics.formats import BF16, F16, F32
 from ..numerics.rounding import round_to_format
 from .base import Context, Model
-from .grouping import over_groups
+from .grouping import over_groups, unroll_for
 
 __all__ = ["Gfx11Dot2"]
 
@@ -93,9 +93,10 @@ class Gfx11Dot2(Model):
 
     def accumulate(self, a, b, c_bits, ctx: Context, options=None):
         """`Model.accumulate`: consecutive DOT2 steps of 2 products from C."""
-        # a loop at every effort: unrolled at 'full', the eight pairs of a K = 16 builtin compiled
-        # in 4.5 CPU s and ran 4.8x slower on a CPU (4096 waves 0.33 s, looped 0.069 s)
-        return over_groups(a, b, c_bits, 2, lambda ga, gb, acc: self._step(ga, gb, acc, ctx), 1)
+        # a CPU loops at every effort: unrolled at 'full', the eight pairs of a K = 16 builtin
+        # compiled in 4.5 CPU s and ran 4.8x slower (4096 waves 0.33 s, looped 0.069 s)
+        return over_groups(a, b, c_bits, 2, lambda ga, gb, acc: self._step(ga, gb, acc, ctx),
+                           unroll_for(options, cpu_loops=True))
 
     def _step(self, a, b, c_bits, ctx: Context):
         fmt = ctx.a

@@ -34,7 +34,7 @@ from ..numerics.rounding import add_rn, pow2_f64, round_f64, value_f64
 from .base import Context, Model
 from .fields import Bool, Int, declare
 from .fma_chain import IEEEAsFMAChain
-from .grouping import over_groups
+from .grouping import over_groups, unroll_for
 
 __all__ = ["PairwiseTree", "CDNA2"]
 
@@ -95,9 +95,9 @@ class PairwiseTree(Model):
                 terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
             return f32(add_rn(acc, terms[0], F32))
 
-        # a loop at every effort: the unrolled groups ran 8x slower on a CPU ('full', 4096 waves of
-        # mfma_f32_32x32x8f16 under cdna2: 1.87 s, looped 0.23 s) and compiled longer
-        acc = over_groups(p, p, acc, self.group, step, 1)
+        # a CPU loops at every effort: the unrolled groups ran 8x slower there ('full', 4096 waves
+        # of mfma_f32_32x32x8f16 under cdna2: 1.87 s, looped 0.23 s) and compiled longer
+        acc = over_groups(p, p, acc, self.group, step, unroll_for(options, cpu_loops=True))
         return round_f64(acc, F32).astype(jnp.int32)
 
 
