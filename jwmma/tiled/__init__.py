@@ -318,7 +318,8 @@ def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, 
     rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
     padded = operands.pad_codes(ops, rows, cols, -(-ops.k // spec.k) * spec.k)
 
-    # an eager GEMM on one device lowers its kernel inside x64_scope (`emulate_padded`): int64 loops
+    # `_gemm` runs an eager GEMM on one device through `paths.kernel_gemm`; one that still comes
+    # here untraced and unsharded lowers its kernel inside x64_scope (`emulate_padded`): int64 loops
     eager = dist is None and not _traced(a, b, c)
     kernel = functools.partial(
         paths.matrix_path if path == "matrix" else paths.register_path, spec=spec, model=m_obj, options=opts,
