@@ -273,18 +273,6 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
         if bucket is not None:  # cut on the host: no program per shape
             d = jax.device_put(np.ascontiguousarray(np.asarray(d)[..., : real[0], : real[1]]))
         return float64_out(spec, d)
-    if dist is None and spec.c_type != "f64" and not _traced(a, b, c):
-        # an eager GEMM on one kernel: checked here, then one program (`paths.kernel_gemm`)
-        ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
-        if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
-            return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
-        opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
-                      (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, ins.form, (ins.m, ins.n, ins.k, ins.batch),
-                       shapes_key(ins.a, ins.pos, ins.b, ins.c)))
-        with pallas.quiet_triton(), x64_scope():  # the kernel lowers here (JAX 0.11 deprecates Triton)
-            return paths.kernel_gemm(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
-                                     a_signed=a_signed, b_signed=b_signed, clamp=clamp, form=ins.form,
-                                     dims=(ins.m, ins.n, ins.k, ins.batch))
     # the f64 rows' operands are float64 and their codes int64 from placement to D: all of it inside
     # x64_scope (outside it JAX would place float64 data as float32 and cut int64 codes to 32 bits)
     with x64_scope() if spec.c_type == "f64" else contextlib.nullcontext():
@@ -301,30 +289,29 @@ def _traced(*xs) -> bool:
 
 
 def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, a_signed, b_signed, clamp, s):
-    """D of a GEMM that runs on whole padded codes (`operands.codes`, `emulate_padded`): spread
-    over ``dist``'s mesh, or the Pallas kernel on one device. Operands placed already; called
-    inside `x64_scope` for the f64 rows (their codes are int64)."""
+    """D of a GEMM that runs on whole padded codes: spread over ``dist``'s mesh
+    (`emulate_padded`), or the Pallas kernel on one device (eagerly `paths.kernel_gemm`, one
+    program; traced, inside the user's program). Operands placed already; called inside
+    `x64_scope` for the f64 rows (their codes are int64)."""
     signed = (a_signed, b_signed) if spec.integer else (None, None)
-    ops = operands.codes(spec, a, b, c, prune=prune, check=check, signed=signed)
-    if ops.m == 0 or ops.n == 0 or ops.k == 0 or 0 in ops.batch:  # no instruction issued: D = C
-        shape = ops.batch + (ops.m, ops.n)
-        d = jnp.zeros(shape, jnp.int32) if ops.c is None else jnp.broadcast_to(jnp.asarray(ops.c), shape)
-        return fragments.codes_to_values(spec.c_type, d)
-    opts = settle(opts, _products(spec, ops.batch, ops.m, ops.n, ops.k), m_obj,
-                  (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, dist is None,
-                   shapes_key(ops.a, ops.pos, ops.b, ops.c)))
+    ins = operands.inputs(spec, a, b, c, prune=prune, check=check, signed=signed)
+    dims = (ins.m, ins.n, ins.k, ins.batch)
+    if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
+        return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
+    opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
+                  (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, dist is None, ins.form, dims,
+                   shapes_key(ins.a, ins.pos, ins.b, ins.c)))
+    if dist is None and not _traced(a, b, c):  # eager on one device: a kernel's GEMM (no f64 row has one)
+        with pallas.quiet_triton(), x64_scope():  # the kernel lowers here, with int64 loops (``wide_loops``)
+            return paths.kernel_gemm(ins.a, ins.pos, ins.b, ins.c, spec=spec, model=m_obj, options=opts,
+                                     a_signed=a_signed, b_signed=b_signed, clamp=clamp, form=ins.form, dims=dims)
+    ops = operands.Codes(*operands.convert(ins.form, ins.a, ins.pos, ins.b, ins.c), *dims, spec.dense)
     if ops.c is None and dist is not None:  # created sharded, never whole on one device
         ops = dataclasses.replace(ops, c=dist.zeros(operands.code_dtype(spec)))
-    rows, cols = -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n
-    padded = operands.pad_codes(ops, rows, cols, -(-ops.k // spec.k) * spec.k)
-
-    # `_gemm` runs an eager GEMM on one device through `paths.kernel_gemm`; one that still comes
-    # here untraced and unsharded lowers its kernel inside x64_scope (`emulate_padded`): int64 loops
-    eager = dist is None and not _traced(a, b, c)
     kernel = functools.partial(
         paths.matrix_path if path == "matrix" else paths.register_path, spec=spec, model=m_obj, options=opts,
-        a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({"wide_loops": eager} if path == "matrix" else {"s": s}),
+        a_signed=a_signed, b_signed=b_signed, clamp=clamp, **({} if path == "matrix" else {"s": s}),
     )
     with pallas.quiet_triton():  # the kernels lower here (JAX 0.11 deprecates their backend)
-        d = emulate_padded(kernel, *padded, shape=(ops.m, ops.n), plan=dist)
+        d = emulate_padded(kernel, *operands.pad_to_tiles(spec, ops), shape=(ops.m, ops.n), plan=dist)
     return fragments.codes_to_values(spec.c_type, d.astype(operands.code_dtype(spec)))

@@ -23,7 +23,7 @@ from ..isa.table import SCALE_FORMATS, BuiltinSpec, lookup
 from ..isa.types import element_type
 
 __all__ = ["Codes", "Form", "Inputs", "scaled_spec", "scaled_words", "check_modifiers", "signedness", "int_range", "accumulator_dtype", "word_dtype", "code_dtype",
-           "inputs", "convert", "codes", "pad_to", "pad_a", "pad_codes"]
+           "inputs", "convert", "codes", "pad_to", "pad_a", "pad_codes", "pad_to_tiles"]
 
 
 @dataclass(frozen=True)
@@ -439,6 +439,12 @@ def pad_a(a_codes, pos, rows: int, cols: int):
     fill = jnp.tile(jnp.asarray([2, 3], pos.dtype), -(-cols // 2))[:cols]  # odd: a dense K = 1 row's
     inside = (jnp.arange(rows)[:, None] < pos.shape[-2]) & (jnp.arange(cols)[None, :] < pos.shape[-1])
     return a_codes, jnp.where(inside, pad_to(pos, {-2: rows, -1: cols}), fill)
+
+
+def pad_to_tiles(spec: BuiltinSpec, ops: Codes):
+    """`pad_codes` to whole tiles of ``spec``: M, N and the dense K rounded up to the
+    instruction's M, N and K."""
+    return pad_codes(ops, -(-ops.m // spec.m) * spec.m, -(-ops.n // spec.n) * spec.n, -(-ops.k // spec.k) * spec.k)
 
 
 def pad_codes(ops: Codes, rows: int, cols: int, depth: int):

@@ -262,11 +262,9 @@ def kernel_gemm(a, pos, b, c, *, spec, model, options, a_signed, b_signed, clamp
     Returns:
         (*batch, M, N) D in the accumulator's value dtype (not f64: those rows have no kernel).
     """
-    m, n, k, batch = dims
-    a, pos, b, c = operands.convert(form, a, pos, b, c)
-    ops = operands.Codes(a, pos, b, c, m, n, k, batch, spec.dense)
-    rows, cols, depth = -(-m // spec.m) * spec.m, -(-n // spec.n) * spec.n, -(-k // spec.k) * spec.k
-    d = matrix_path(*operands.pad_codes(ops, rows, cols, depth), spec=spec, model=model, options=options,
+    m, n = dims[:2]
+    ops = operands.Codes(*operands.convert(form, a, pos, b, c), *dims, spec.dense)
+    d = matrix_path(*operands.pad_to_tiles(spec, ops), spec=spec, model=model, options=options,
                     a_signed=a_signed, b_signed=b_signed, clamp=clamp, wide_loops=True)
     return fragments.codes_to_values(spec.c_type, d[..., :m, :n].astype(operands.code_dtype(spec)))
 
