@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rows import BUILTIN, mmasim_rate, registers, timed  # noqa: E402  (this folder: the shared rows and timer)
+from rows import BUILTIN, call_arguments, mmasim_rate, timed  # noqa: E402  (this folder: the shared rows and timer)
 
 import jwmma  # noqa: E402
 
@@ -77,21 +77,13 @@ def _registers(fmt, name, spec, waves):
         values, pos = jwmma.compress_2_4(jwmma.prune_2_4(a))
         return jax.block_until_ready([jax.device_put(r) for r in (
             jwmma.pack_a(name, values), jwmma.pack_b(name, b), jwmma.pack_c(name, c), jwmma.pack_index(name, pos))]), {}
-    a, b, c, index = registers(name, waves)
-    regs = []
-    extra = {}
-    named = dict(a=a, b=b, c=c, index=index, idx=index)
-    for p, prm in getattr(jwmma, name).__signature__.parameters.items():  # every argument by name
-        if p in named:
-            extra[p] = jax.device_put(named[p])
-        elif prm.default is prm.empty and prm.kind is not prm.KEYWORD_ONLY:  # sign and clamp modifiers
-            extra[p] = False
+    extra = {p: jax.device_put(x) if isinstance(x, np.ndarray) else x for p, x in call_arguments(name, waves).items()}
     if spec.scaled:
         rng = np.random.default_rng(1)
         words = rng.integers(120, 135, (2, waves, spec.lanes, 4), dtype=np.uint64).astype(np.uint32)
         words = (words << (8 * np.arange(4, dtype=np.uint32))).sum(-1, dtype=np.uint32).view(np.int32)
         extra.update(scale_a=jax.device_put(words[0]), scale_b=jax.device_put(words[1]))
-    return regs, jax.block_until_ready(extra)
+    return [], jax.block_until_ready(extra)
 
 
 if __name__ == "__main__":

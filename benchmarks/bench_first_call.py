@@ -47,15 +47,9 @@ if row.startswith("gemm:"):
 else:
     name, _, model = row.partition(":")
     fn = getattr(jwmma, name)
-    regs = dict(zip(("a", "b", "c", "index"), rows.registers(name, waves)))
-    kwargs = {} if not model else {"model": model}
-    for p, prm in fn.__signature__.parameters.items():  # every argument by name
-        if p in ("a", "b", "c"):
-            kwargs[p] = regs[p]
-        elif p in ("index", "idx"):  # positions (0, 1), (0, 2)... in every nibble
-            kwargs[p] = regs["index"]
-        elif prm.default is prm.empty:  # sign and clamp modifiers
-            kwargs[p] = False
+    kwargs = rows.call_arguments(name, waves)  # every argument by name, the modifiers False
+    if model:
+        kwargs["model"] = model
     call = lambda: fn(**kwargs)
 
 t0c, t0w = time.process_time(), time.perf_counter()

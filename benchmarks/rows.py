@@ -219,6 +219,24 @@ def registers(row, waves: int, *, seed: int = 0, kind: str = "normal") -> tuple:
     return a, b, c, index_words(rng, (waves, spec.lanes))
 
 
+def call_arguments(row, waves: int, **kw) -> dict:
+    """Every argument of a call of ``row``'s builtin over ``waves`` waves, by name: the
+    registers of `registers` (``kw`` passed on) as ``a``, ``b``, ``c`` and the index (``index``
+    or ``idx``, where the builtin reads one), False for the sign and clamp modifiers that have
+    no default."""
+    import jwmma
+
+    a, b, c, index = registers(row, waves, **kw)
+    named = dict(a=a, b=b, c=c, index=index, idx=index)
+    out = {}
+    for p, prm in getattr(jwmma, row_of(row).spec.name).__signature__.parameters.items():
+        if p in named:
+            out[p] = named[p]
+        elif prm.default is prm.empty and prm.kind is not prm.KEYWORD_ONLY:
+            out[p] = False
+    return out
+
+
 def macs(spec, m: int, n: int, k: int):
     """Emulated multiply-adds of an (m, n, k) GEMM (k dense): M*N*K / 2 for a sparse builtin
     (compressed A), M*N*K for a dense one."""
