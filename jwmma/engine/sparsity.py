@@ -47,7 +47,12 @@ def _groups(x, what):
     if _is_float(x.dtype):
         x = _as_bits(x)
     x = jnp.asarray(x)  # inside x64_scope: int64/float64 stay 64-bit
-    return x, x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
+    return x, _in_groups(x)
+
+
+def _in_groups(x):
+    """``x`` (..., K) as its groups of four along K: (..., K/4, 4)."""
+    return x.reshape(*x.shape[:-1], x.shape[-1] // 4, 4)
 
 
 def _operand(x, what):
@@ -201,7 +206,7 @@ def _prune_array(a, rule, dtype):
     if bits.size == 0:
         out = bits
     else:
-        g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+        g = _in_groups(bits)
         out = _prune(g, rule, dtype.name).reshape(bits.shape)
     return _from_bits(out, dtype) if _is_float(dtype) else out
 
@@ -222,7 +227,7 @@ def prune_bits(a, dtype, rule: str = "largest"):
 def _prune_bits_array(a, rule, dtype):
     """`prune_bits` as one program: eagerly, the two reshapes around `_prune` were programs of
     their own, compiled again for every shape."""
-    g = a.reshape(*a.shape[:-1], a.shape[-1] // 4, 4)
+    g = _in_groups(a)
     return _prune(g, rule, dtype).reshape(a.shape)
 
 
@@ -295,7 +300,7 @@ def _compress_array(a24, dtype):
     more than two non-zeros, flat index of the first, its count) for the error message)."""
     dtype = jnp.dtype(dtype)
     bits = _to_bits(a24)
-    g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+    g = _in_groups(bits)
     values, pos, count = _compress_core(g, _nonzero_bits(g, _is_float(dtype)))
     bad = (count > 2).reshape(-1)
     first = jnp.argmax(bad)
@@ -333,7 +338,7 @@ def _summary_2_4(x, float_bits: bool):
     ``x`` (..., K), as one program (a JAX array's bit cast and grouping included: eagerly each
     was a program of its own, compiled again for every shape)."""
     bits = _to_bits(x)
-    g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+    g = _in_groups(bits)
     bad = (_nonzero_bits(g, float_bits).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
     first = jnp.argmax(bad)
     return (jnp.sum(bad, dtype=jnp.int32), first,
@@ -346,7 +351,7 @@ def compress_groups(a24, *, float_bits: bool = False):
     more than two non-zeros keep their first two (undefined for a caller that did not check).
     ``float_bits``: ``a24`` holds the bit patterns of floats as unsigned ints of their width
     (-0 counts as zero; the values come back as bits): no float operation at all."""
-    g = a24.reshape(*a24.shape[:-1], a24.shape[-1] // 4, 4)
+    g = _in_groups(a24)
     values, pos, _ = _compress(g, float_bits)
     return values, pos
 
