@@ -100,6 +100,31 @@ def test_exact_dot_16bit_accumulator(fa, fb, fc):
     check_rows(A, B, C, fa, fb, fc, "exact", lambda a, b, c: R.exact_dot(a, b, c, fa, fb, fc), labels)
 
 
+@pytest.mark.parametrize("fa,group", [(R.F16, 4), (R.F16, 3), (R.BF16, 2), (R.BF16, 4), (R.FP8, 2)],
+                         ids=["f16/4", "f16/3", "bf16/2", "bf16/4", "fp8/2"])
+def test_exact_groups_equal_the_reference_per_group(fa, group):
+    """Exact(group=L): each group's exact sum with the running accumulator, rounded once to
+    f32 (NUMERICS.md 9.3), against exact_dot applied group by group. The scenarios include
+    cancellation pairs, C about minus the product sum, bf16 products beyond f32 and below its
+    subnormals; the extra rows put C = -(first product) (an exact cancellation of C and the
+    group's largest term, so a small product decides) and ties."""
+    rng = np.random.default_rng(R.seed_of(fa.name, group, "groups"))
+    k = 4 * group
+    A, B, C, labels = R.gen_float_rows(rng, fa, fa, 240, k)
+    for r in range(0, 240, 3):  # C cancels the first product exactly where it is an f32
+        p = float(R.from_codes(A[r, :1], fa)[0]) * float(R.from_codes(B[r, :1], fa)[0])  # exact in float64
+        if np.isfinite(p) and p != 0 and abs(p) < 3e38 and float(np.float32(p)) == p:
+            C[r] = int(R.codes_of(np.float32(-p)))
+            labels[r] = "C = -p0"
+
+    def per_group(a, b, c):
+        for g in range(0, k, group):
+            c = R.exact_dot(a[g:g + group], b[g:g + group], c, fa, fa, R.F32)
+        return c
+
+    check_rows(A, B, C, fa, fa, R.F32, f"Exact(group={group})", per_group, labels)
+
+
 def test_exact_double_rounding_is_avoided():
     """A sum exactly half an f16 ulp above a tie after an f32 step: f16 output must be one
     rounding of the exact value (f32 rounding first would lose the sticky bit)."""

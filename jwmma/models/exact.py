@@ -6,6 +6,9 @@ have a bounded exponent range, so they are summed in float64 in a few exponent *
 band sum being exact (its terms share a grid and their total fits 53 bits). The band sums and
 C are then added exactly as integers in a few int64 *limbs* of W bits on one global grid, and
 the leading 2-3 limbs plus a sticky bit are rounded into the destination format.
+
+A few products (CDNA1's groups of 2 and 4, `few_products`) take a shorter way: error-free
+float64 sums, rounded to odd in float64 and then once into the destination.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from .specials import specials_possible, specials_shortcut
 #: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
 _DOTS_BLOCK_ELEMS = 2**24
 
-__all__ = ["Exact", "CDNA1", "exact_sum_bits", "band_sums_bits", "one_band", "limbs_plus_c"]
+__all__ = ["Exact", "CDNA1", "exact_sum_bits", "few_products", "few_products_sum_bits", "band_sums_bits", "one_band", "limbs_plus_c"]
 
 
 def _plan(ctx: Context, k: int):
@@ -70,6 +73,61 @@ def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int):
     # exact: a band's terms share a grid and fit 53 bits
     sums = [(p_f64 if nb == 1 else jnp.where(band == j, p_f64, 0.0)).sum(axis=-2) for j in range(nb)]
     return band_sums_bits(sums, c_fields, ctx, k)
+
+
+def few_products(ctx: Context, k: int) -> bool:
+    """Static: is `few_products_sum_bits` exact for K products of ctx.a x ctx.b? K <= 8, and
+    the errors of a two-sum cascade over the products sum exactly in float64: every product
+    is a multiple of 2**(emin - mab) below 2**(emax + 2), so each error is such a multiple of
+    at most 2**(top - 53), top bounding every partial sum (two products: always; f16 x f16
+    in fours: 31 of the 53 bits; bf16 in fours: not)."""
+    if k > 8:
+        return False
+    if k <= 2:
+        return True
+    g = _plan(ctx, k)
+    lg = math.ceil(math.log2(k))
+    top = ctx.a.max_exp + ctx.b.max_exp + 2 + lg
+    return (top - 53 + lg) - (g["emin"] - g["mab"]) <= 53
+
+
+def few_products_sum_bits(p_f64, c_fields, ctx: Context):
+    """Bits of RN(sum_k p_k + C) in ``ctx.c`` for a few finite products (`few_products`), by
+    error-free float64 sums instead of bands and limbs (an order of magnitude fewer
+    operations: CDNA1's groups of 2 and 4).
+
+    The products' sum P is first an exact pair ph + pl with ph = RN(P) (a two-sum cascade,
+    its errors summed exactly). Then T = C + ph + pl: (th, tl) = two_sum(C, ph),
+    (vh, vl) = two_sum(tl, pl), (zh, zl) = two_sum(th, vh), so T = zh + zl + vl exactly, and
+    ``round_to_odd(zh, zl + vl)`` is RO(T): zh + (zl + vl) lies strictly between zh's float64
+    neighbours. Either C + ph was exact (tl = 0, so vl = 0 and zh = RN(T)), or |ph| <= 2|th|,
+    so |tl + pl| <= 1.5 ulp(th), |vl| < 2**-50 ulp(zh) and |zl| <= ulp(zh)/2 (ulp below / 2
+    at a power of two). RO in float64 and then RN into ``ctx.c`` (<= 51 bits, subnormals
+    included) is RN(T). No float64 subnormal occurs: every value is a multiple of the
+    products' or C's grid, >= 2**-300.
+
+    Args:
+        p_f64: (..., K, N) exact float64 products (0 where absent or special).
+        c_fields: decoded finite accumulator (NaN / Inf given as 0).
+    Returns:
+        (bits, is_zero): (..., N) int32 bits of ``ctx.c``, and where the exact sum is 0.
+    """
+    fc = ctx.c
+    k = p_f64.shape[-2]
+    ph, pl = p_f64[..., 0, :], jnp.zeros_like(p_f64[..., 0, :])
+    if k == 2:
+        ph, pl = two_sum(ph, p_f64[..., 1, :])
+    elif k > 2:
+        for i in range(1, k):
+            ph, err = two_sum(ph, p_f64[..., i, :])
+            pl = pl + err  # exact (`few_products`)
+        ph, pl = two_sum(ph, pl)
+    c = fields_to_f64(c_fields.sign, c_fields.sig, c_fields.exp, fc.mbits)
+    th, tl = two_sum(c, ph)
+    vh, vl = two_sum(tl, pl)
+    zh, zl = two_sum(th, vh)
+    z = round_to_odd(zh, zl + vl)
+    return round_f64(z, fc), z == 0
 
 
 def one_band(ctx: Context, k: int) -> bool:
@@ -318,11 +376,11 @@ class Exact(Model):
                 flags = tuple(f.any(-2) for f in _product_specials(ga, gb)) if product_specials else None
                 return self._sum(ga, gb, acc, ctx, flags)
 
-            # a CPU loops at every effort: each group's exact sum is large, and unrolled copies of
-            # it made the program grow with the groups (mfma_f32_16x16x8bf16, CDNA1: 34882 HLO
-            # lines compiled in 9.5 CPU s, looped 8326 in 2.9) and ran slower (4096 waves 1.36 s,
-            # looped 1.01)
-            return over_groups(a, b, c_bits, group, step, unroll_for(options, cpu_loops=True))
+            # unrolled: with `few_products_sum_bits` a group's sum is a few dozen operations,
+            # and XLA:CPU ran the unrolled groups 1.5-4x faster than a loop (CDNA1 GEMMs
+            # 256x256x2048: 0.19-0.31 s against 0.88-1.21 s; with the bands and limbs the loop
+            # had been the faster, RESULTS.md "programs per new shape")
+            return over_groups(a, b, c_bits, group, step, unroll_for(options))
         flags = tuple(f.any(-2) for f in _product_specials(a, b)) if product_specials else None
         return self._sum(a, b, c_bits, ctx, flags)
 
@@ -352,7 +410,10 @@ class Exact(Model):
             pexp = jnp.where(finite, pexp, ZERO_EXP)
         psign = a.sign ^ b.sign
         cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
-        bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
+        if few_products(ctx, k):
+            bits, is_zero = few_products_sum_bits(jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape)), cfin, ctx)
+        else:
+            bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
         all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf
         all_neg_zero = all_neg_zero & self.signed_zero
         bits = jnp.where(is_zero, jnp.where(all_neg_zero, 1 << (fc.bits - 1), 0), bits)
