@@ -33,7 +33,8 @@ from .specials import specials_possible, specials_shortcut
 #: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
 _DOTS_BLOCK_ELEMS = 2**24
 
-__all__ = ["Exact", "CDNA1", "exact_sum_bits", "few_products", "few_products_sum_bits", "band_sums_bits", "one_band", "limbs_plus_c"]
+__all__ = ["Exact", "CDNA1", "exact_sum_bits", "few_products", "few_products_sum_bits", "band_sums_bits", "one_band",
+           "limbs_plus_c"]
 
 
 def _plan(ctx: Context, k: int):
@@ -411,7 +412,8 @@ class Exact(Model):
         psign = a.sign ^ b.sign
         cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
         if few_products(ctx, k):
-            bits, is_zero = few_products_sum_bits(jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape)), cfin, ctx)
+            p_all = jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape))
+            bits, is_zero = few_products_sum_bits(p_all, cfin, ctx)
         else:
             bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
         all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf
