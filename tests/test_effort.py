@@ -124,7 +124,7 @@ def test_fast_compiles_with_the_platforms_options():
 
 
 def test_heavy_groups_loop_on_a_cpu_at_every_effort():
-    """The models whose groups XLA:CPU runs faster as a loop (CDNA1, CDNA2, RDNA3) loop there
+    """The models whose groups XLA:CPU runs faster as a loop (CDNA2, RDNA3) loop there
     at 'full' too; on a GPU 'full' keeps them unrolled; 'fast' loops everywhere."""
     from jwmma.engine.options import Options, resolve
     from jwmma.models.grouping import UNROLL, unroll_for

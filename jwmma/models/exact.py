@@ -115,7 +115,8 @@ def few_products_sum_bits(p_f64, c_fields, ctx: Context):
     """
     fc = ctx.c
     k = p_f64.shape[-2]
-    ph, pl = p_f64[..., 0, :], jnp.zeros_like(p_f64[..., 0, :])
+    pl = jnp.zeros(p_f64.shape[:-2] + p_f64.shape[-1:], jnp.float64)
+    ph = p_f64[..., 0, :] if k else pl  # K = 0: D = RN(C)
     if k == 2:
         ph, pl = two_sum(ph, p_f64[..., 1, :])
     elif k > 2:
