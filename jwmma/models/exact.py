@@ -7,8 +7,9 @@ band sum being exact (its terms share a grid and their total fits 53 bits). The 
 C are then added exactly as integers in a few int64 *limbs* of W bits on one global grid, and
 the leading 2-3 limbs plus a sticky bit are rounded into the destination format.
 
-A few products (CDNA1's groups of 2 and 4, `few_products`) take a shorter way: error-free
-float64 sums, rounded to odd in float64 and then once into the destination.
+Up to 64 products whose formats allow it (`few_products`: CDNA1's groups, f16 and 8-bit
+instructions; not bf16 beyond two) take a shorter way: error-free float64 sums, rounded to
+odd in float64 and then once into the destination.
 """
 from __future__ import annotations
 
@@ -77,12 +78,14 @@ def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int):
 
 
 def few_products(ctx: Context, k: int) -> bool:
-    """Static: is `few_products_sum_bits` exact for K products of ctx.a x ctx.b? K <= 8, and
-    the errors of a two-sum cascade over the products sum exactly in float64: every product
-    is a multiple of 2**(emin - mab) below 2**(emax + 2), so each error is such a multiple of
-    at most 2**(top - 53), top bounding every partial sum (two products: always; f16 x f16
-    in fours: 31 of the 53 bits; bf16 in fours: not)."""
-    if k > 8:
+    """Static: is `few_products_sum_bits` exact for K products of ctx.a x ctx.b? K <= 64 (an
+    instruction's products; the cascade is unrolled), and the errors of a two-sum cascade over
+    the products sum exactly in float64: every product is a multiple of 2**(emin - mab) below
+    2**(emax + 2), so each error is such a multiple of at most 2**(top - 53), top bounding
+    every partial sum (two products: always; f16 x f16 in fours: 31 of the 53 bits, in 32s 37;
+    fp8 / bf8 in 64s: -5 / 23; bf16 beyond two: not). On a CPU this ran builtin calls 2-3x
+    faster than the bands and limbs (f16 / fp8 / bf8 `exact`, 16-64 products)."""
+    if k > 64:
         return False
     if k <= 2:
         return True
@@ -94,8 +97,8 @@ def few_products(ctx: Context, k: int) -> bool:
 
 def few_products_sum_bits(p_f64, c_fields, ctx: Context):
     """Bits of RN(sum_k p_k + C) in ``ctx.c`` for a few finite products (`few_products`), by
-    error-free float64 sums instead of bands and limbs (an order of magnitude fewer
-    operations: CDNA1's groups of 2 and 4).
+    error-free float64 sums instead of bands and limbs (CDNA1's groups of 2 and 4: an order of
+    magnitude fewer operations; an f16 or 8-bit instruction's 16-64 products).
 
     The products' sum P is first an exact pair ph + pl with ph = RN(P) (a two-sum cascade,
     its errors summed exactly). Then T = C + ph + pl: (th, tl) = two_sum(C, ph),
