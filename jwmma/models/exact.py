@@ -85,7 +85,7 @@ def few_products(ctx: Context, k: int) -> bool:
     every partial sum (two products: always; f16 x f16 in fours: 31 of the 53 bits, in 32s 37;
     fp8 / bf8 in 64s: -5 / 23; bf16 beyond two: not). On a CPU this ran builtin calls 2-3x
     faster than the bands and limbs (f16 / fp8 / bf8 `exact`, 16-64 products)."""
-    if k > 64:
+    if k > 64 or ctx.c.mbits > 51:  # rounding to odd first needs a destination of <= 51 bits
         return False
     if k <= 2:
         return True
