@@ -125,6 +125,44 @@ def test_exact_groups_equal_the_reference_per_group(fa, group):
     check_rows(A, B, C, fa, fa, R.F32, f"Exact(group={group})", per_group, labels)
 
 
+@pytest.mark.parametrize("k", [21, 32])
+def test_exact_bf16_rows_of_close_exponents_equal_the_reference(k):
+    """bf16 products whose exponents lie within a few dozen binades of each other take the
+    error-free float64 sums (the whole batch decides; a wide row sends it to the exponent
+    bands, which the other tests cover). Exponent centres across the whole range, spreads up to
+    60 binades, exact cancellation pairs, subnormal factors, and C anything (huge, tiny, Inf,
+    NaN, about minus a product)."""
+    rng = np.random.default_rng(R.seed_of("bf16 close", k))
+    n = 240
+    centre_a = rng.integers(-135, 110, size=(n, 1))  # factor exponents: A's often subnormal
+    centre_b = np.clip(rng.integers(-110, 100, size=(n, 1)) - centre_a, -110, 110)
+    ea = np.clip(centre_a + rng.integers(-15, 16, size=(n, k)), -127, 127)
+    eb = np.clip(centre_b + rng.integers(-15, 16, size=(n, k)), -127, 127)
+
+    def codes(e):
+        sign = rng.integers(0, 2, size=e.shape)
+        mant = rng.integers(0, 128, size=e.shape) & np.where(rng.random(e.shape) < 0.5, ~31, ~0)
+        field = e + 127  # field 0: a subnormal factor (its mantissa alone)
+        return (sign << 15) | (field << 7) | mant
+
+    A, B = codes(ea), codes(eb)
+    pair = rng.random((n, k // 2)) < 0.3  # product 2j + 1 = -product 2j
+    A[:, 1:2 * (k // 2):2][pair] = A[:, 0:2 * (k // 2):2][pair] ^ 0x8000
+    B[:, 1:2 * (k // 2):2][pair] = B[:, 0:2 * (k // 2):2][pair]
+    C = rng.integers(0, 2**32, size=n, dtype=np.uint64).astype(np.int64)
+    C[:8] = [0x7F800000, 0xFF800000, 0x7FC00000, 0, 0x80000000, 1, 0x7F7FFFFF, 0x80800000]
+    for r in range(8, n, 4):  # about minus the first product where it is an f32
+        v = float(R.from_codes(A[r, :1], R.BF16)[0]) * float(R.from_codes(B[r, :1], R.BF16)[0])
+        if v != 0 and abs(v) < 3e38:
+            C[r] = int(R.codes_of(np.float32(-v)))
+    exp_of = lambda x: np.maximum((x >> 7) & 0xFF, 1) - 127  # noqa: E731
+    nonzero = ((A & 0x7FFF) != 0) & ((B & 0x7FFF) != 0)
+    pe = exp_of(A) + exp_of(B)
+    spread = np.where(nonzero, pe, -999).max(1) - np.where(nonzero, pe, 999).min(1)
+    assert spread.max() <= 60 and (exp_of(A) == -126).any()  # the close rows, subnormal factors among them
+    check_rows(A, B, C, R.BF16, R.BF16, R.F32, "exact", lambda a, b, c: R.exact_dot(a, b, c, R.BF16, R.BF16, R.F32))
+
+
 def test_exact_double_rounding_is_avoided():
     """A sum exactly half an f16 ulp above a tie after an f32 step: f16 output must be one
     rounding of the exact value (f32 rounding first would lose the sticky bit)."""

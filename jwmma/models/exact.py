@@ -34,8 +34,8 @@ from .specials import specials_possible, specials_shortcut
 #: products per kernel when the sum is a matrix product (as `jwmma.models.fused`)
 _DOTS_BLOCK_ELEMS = 2**24
 
-__all__ = ["Exact", "CDNA1", "exact_sum_bits", "few_products", "few_products_sum_bits", "band_sums_bits", "one_band",
-           "limbs_plus_c"]
+__all__ = ["Exact", "CDNA1", "exact_sum_bits", "few_products", "few_products_span", "few_products_sum_bits",
+           "band_sums_bits", "one_band", "limbs_plus_c"]
 
 
 def _plan(ctx: Context, k: int):
@@ -93,6 +93,18 @@ def few_products(ctx: Context, k: int) -> bool:
     lg = math.ceil(math.log2(k))
     top = ctx.a.max_exp + ctx.b.max_exp + 2 + lg
     return (top - 53 + lg) - (g["emin"] - g["mab"]) <= 53
+
+
+def few_products_span(ctx: Context, k: int) -> int | None:
+    """Static: the largest spread of product exponents (``a.exp + b.exp`` of the nonzero
+    products of one output) for which `few_products_sum_bits` is exact on K products whose
+    formats `few_products` does not clear (bf16: 78 for an instruction's 32 products), or None
+    (K > 64, or a destination wider than 51 bits). The condition of `few_products` with the
+    data's own exponents: 53 >= (hi + 2 + lg - 53 + lg) - (lo - mab)."""
+    if k > 64 or ctx.c.mbits > 51 or k < 1:
+        return None
+    lg = math.ceil(math.log2(max(k, 2)))
+    return 102 - 2 * lg - (ctx.a.mbits + ctx.b.mbits)
 
 
 def few_products_sum_bits(p_f64, c_fields, ctx: Context):
@@ -415,9 +427,16 @@ class Exact(Model):
             pexp = jnp.where(finite, pexp, ZERO_EXP)
         psign = a.sign ^ b.sign
         cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
+        p_all = jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape))
+        span = None if few_products(ctx, k) else few_products_span(ctx, k)
         if few_products(ctx, k):
-            p_all = jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape))
             bits, is_zero = few_products_sum_bits(p_all, cfin, ctx)
+        elif span is not None:  # bf16: the error-free sums where the data's exponents allow them
+            nz = p_all != 0
+            e = jnp.broadcast_to(pexp, p_all.shape)
+            spread = jnp.max(jnp.where(nz, e, -(1 << 20)), axis=-2) - jnp.min(jnp.where(nz, e, 1 << 20), axis=-2)
+            bits, is_zero = lax.cond(jnp.all(spread <= span), lambda: few_products_sum_bits(p_all, cfin, ctx),
+                                     lambda: exact_sum_bits(psign, p, pexp, cfin, ctx, k))
         else:
             bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
         all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf
