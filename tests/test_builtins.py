@@ -473,6 +473,33 @@ def test_vmap_and_jit_give_the_same_bits(name, kw, rng):
         np.testing.assert_array_equal(np.asarray(vv).reshape(batched.shape).view(np.uint32), batched)
 
 
+def test_vmap_with_unmapped_and_wider_registers_equals_single_calls(rng):
+    """jax.vmap folds its mapped axis into the waves: registers mapped on other axes, one
+    register unmapped with more wave dims of its own than the mapped ones, vmap inside jit, an
+    empty mapped axis, and a float builtin whose model chooses a path by the data (`exact`'s
+    bf16 sums): each equals the calls one by one."""
+    name = "swmmac_i32_16x16x32_iu8_w32"
+    ref = Ref(name)
+    kw = {"a_neg": True, "b_neg": False, "clamp": True}
+    a, b, _, idx = _random_regs(rng, ref, (5,))
+    _, _, c, _ = _random_regs(rng, ref, (3,))  # C unmapped, 3 waves of its own
+    f = lambda a, b, c, i: call_jax(name, a, b, c, i, **kw)  # noqa: E731
+    got = jax.jit(jax.vmap(f, in_axes=(0, 1, None, 0)))(a, np.moveaxis(b, 0, 1), c, idx)
+    assert got.shape == (5, 3) + c.shape[1:]
+    for v in range(5):
+        np.testing.assert_array_equal(np.asarray(got[v]).view(np.uint32),
+                                      call(name, a[v], b[v], c, idx[v], **kw).view(np.uint32))
+    empty = jax.vmap(f, in_axes=(0, 0, None, 0))(a[:0], b[:0], c, idx[:0])
+    assert empty.shape == (0, 3) + c.shape[1:]
+    name = "smfmac_f32_16x16x64_bf16"
+    ref = Ref(name)
+    a, b, c, idx = _random_regs(rng, ref, (4,))
+    got = jax.vmap(lambda a, b, c, i: call_jax(name, a, b, c, i, model="exact"))(a, b, c, idx)
+    for v in range(4):
+        np.testing.assert_array_equal(np.asarray(got[v]).view(np.uint32),
+                                      call(name, a[v], b[v], c[v], idx[v], model="exact").view(np.uint32))
+
+
 def call_jax(name, a, b, c, idx, *, a_neg=True, b_neg=True, clamp=False, **kw):
     f = getattr(jwmma, name)
     if Ref(name).signed_choice:

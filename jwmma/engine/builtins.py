@@ -29,7 +29,7 @@ from .effort import effort_jit, settle, shapes_key
 from .options import resolve as resolve_options
 from .step import context, normal_values_of, step
 from .validation import (as_array, batch_shape, broadcast_batch, check_bool_kw, check_static_bool, check_static_int,
-                         fail_if)
+                         fail_if, is_concrete)
 
 __all__ = ["call", "call_kernel", "set_call_kernels", "make", "run_call", "run_registers", "run_waves", "wave_block",
            "FUNCTIONS", *BUILTINS]
@@ -203,13 +203,53 @@ def call(spec: BuiltinSpec, a, b, c, idx, *, s=0, a_signed=True, b_signed=True, 
                 _report_copies(spec, what, regs)
     if 0 in batch:  # no waves: nothing to compute
         return jnp.zeros(batch + c.shape[-2:], c.dtype)
-    opts = settle(opts, int(np.prod(batch, dtype=np.int64)) * spec.blocks * spec.m * spec.kc * spec.n, m,
-                  (spec, m, opts, s, a_signed, b_signed, clamp, blgp, opsel, broadcast, half,
-                   shapes_key(a, b, c, idx, *scales)))
+    statics = dict(s=s, a_signed=a_signed, b_signed=b_signed, clamp=clamp, blgp=blgp, opsel=opsel,
+                   broadcast=broadcast, half=half)
+    products = int(np.prod(batch, dtype=np.int64)) * spec.blocks * spec.m * spec.kc * spec.n
+    key = (spec, m, opts, *statics.values(), shapes_key(a, b, c, idx, *scales))
+    settled = settle(opts, products, m, key)
+    statics["normal_values"] = normal_values_of(spec, m, settled, a, b, clamp)
     with x64_scope():
-        return run_call(spec, m, a, b, c, idx, *scales, s=s, options=opts, a_signed=a_signed, b_signed=b_signed,
-                        clamp=clamp, blgp=blgp, opsel=opsel, broadcast=broadcast, half=half,
-                        normal_values=normal_values_of(spec, m, opts, a, b, clamp))
+        return _folding_vmap(spec, m, opts, settled, products, key, statics, (a, b, c, idx, *scales))
+
+
+#: core ranks of `run_call`'s arrays (a, b, c, idx, scale_a, scale_b): the dims before them are waves
+_CORE_RANKS = (2, 2, 2, 1, 1, 1)
+
+
+def _folding_vmap(spec: BuiltinSpec, m, opts, settled, products: int, key, statics: dict, arrays):
+    """`run_call` on ``arrays`` with the ``settled`` options (``opts`` with its compile effort
+    settled for ``products``, `settle`). ``jax.vmap`` of a call folds its mapped axis into the
+    call's waves (a `jax.custom_batching.custom_vmap` rule) instead of batching the call's
+    program: the waves are independent instructions, the same bits either way. Batched as JAX batches programs, each `lax.cond` of the models (the
+    special-value shortcut, the exact sums' choice) becomes a select that computes both of its
+    branches, and the effort was settled for one mapped slice: a sparse bf16 `exact` call
+    vmapped over 64 x 64 waves took 2.1 s ('auto') / 5.0 s ('full') against 0.19 s for the same
+    4096 waves in one call.
+
+    Only traced registers go through the rule: evaluated eagerly, a `custom_vmap` function runs
+    its program as an inner jit, which would lose the settled compile options (`effort_jit`)."""
+    if all(is_concrete(x) for x in arrays):
+        return run_call(spec, m, *arrays, options=settled, **statics)
+
+    @jax.custom_batching.custom_vmap
+    def run(*xs):
+        return run_call(spec, m, *xs, options=settled, **statics)
+
+    @run.def_vmap
+    def _fold(axis_size, in_batched, *xs):
+        # the mapped axis leads every batched array; pad each with unit wave dims to the widest
+        # slice's wave rank so that it stays the leading wave dim after broadcasting
+        rank = max(x.ndim - r - int(bt) for x, r, bt in zip(xs, _CORE_RANKS, in_batched))
+        xs = [x.reshape(x.shape[:1] + (1,) * (rank - (x.ndim - 1 - r)) + x.shape[1:]) if bt else x
+              for x, r, bt in zip(xs, _CORE_RANKS, in_batched)]
+        if axis_size == 0:  # no waves: nothing to compute (as `call` answers an empty batch)
+            batch = np.broadcast_shapes(*(x.shape[:x.ndim - r] for x, r in zip(xs, _CORE_RANKS)))
+            return jnp.zeros(batch + xs[2].shape[-2:], xs[2].dtype), True
+        key_v, products_v = key + (("vmap", axis_size),), products * axis_size
+        return _folding_vmap(spec, m, opts, settle(opts, products_v, m, key_v), products_v, key_v, statics, xs), True
+
+    return run(*arrays)
 
 
 def _report_copies(spec: BuiltinSpec, what: str, regs) -> None:
