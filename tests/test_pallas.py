@@ -583,6 +583,28 @@ def test_triton_lowering_without_gpu(builtin, model):
     assert len(found) == 1 and "tt.load" in found[0]
 
 
+@pytest.mark.parametrize("builtin,model", [("smfmac_f32_16x16x64_bf16", "exact"), ("smfmac_f32_16x16x64_f16", None)])
+def test_a_users_jit_lowers_the_call_kernels_without_64_bit_requests(builtin, model):
+    """Under a user's jit a call's kernel lowers when the user's program compiles, outside
+    jwmma's x64 scope, and Pallas Triton traces some lowering rules then (the sign helper of
+    integer floor division): no int64 may be asked for there, which JAX would truncate to int32
+    with a warning. The 16-bit `exact` kernel's placing of C on the limbs once did."""
+    pytest.importorskip("jax._src.pallas.triton.lowering")
+    spec = lookup(builtin)
+    regs = [jnp.zeros((2, spec.lanes, op.n), op.dtype) for op in (spec.a, spec.b, spec.c)]
+    idx = jnp.zeros((2, spec.lanes), jnp.int32)
+    opts = Options(backend="pallas", platform="gpu")
+    fn = jax.jit(lambda a, b, c, i: getattr(jwmma, builtin)(a, b, c, i, model=model, options=opts))
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with abstract_gpu(), pallas.quiet_triton():
+            jax.export.export(fn, platforms=("cuda",), disabled_checks=[
+                jax.export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")])(*regs, idx)
+    assert not [str(w.message) for w in seen if "int64" in str(w.message)]
+
+
 def test_the_triton_backend_is_still_there():
     """jwmma's kernels lower to Pallas Triton by default, which JAX 0.11 deprecates. The day a
     JAX removes it this test fails loudly (make the Mosaic GPU lowering the default, once a GPU

@@ -213,7 +213,10 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int, loop: bool = 
     csig = c_sig.astype(jnp.int64)
     off = (c_exp - fc.mbits - g0).astype(jnp.int64)
     off = jnp.where(csig == 0, 0, off)
-    li, r = off // w, off % w
+    # off >= 0 (`_plan` puts g0 at or below C's last place), so truncating division is the floor:
+    # jnp's // and % on int64 lower in Pallas Triton through a sign helper traced at lowering
+    # time, outside `x64_scope` under a user's jit (JAX warns that int64 is truncated)
+    li, r = lax.div(off, jnp.int64(w)), lax.rem(off, jnp.int64(w))
     v = csig << r
     parts = [v & ((1 << w) - 1), (v >> w) & ((1 << w) - 1), v >> (2 * w)]
     cneg = c_sign == 1
