@@ -475,9 +475,8 @@ def test_vmap_and_jit_give_the_same_bits(name, kw, rng):
 
 def test_vmap_with_unmapped_and_wider_registers_equals_single_calls(rng):
     """jax.vmap folds its mapped axis into the waves: registers mapped on other axes, one
-    register unmapped with more wave dims of its own than the mapped ones, vmap inside jit, an
-    empty mapped axis, and a float builtin whose model chooses a path by the data (`exact`'s
-    bf16 sums): each equals the calls one by one."""
+    register unmapped with more wave dims of its own than the mapped ones, vmap inside jit, and
+    an empty mapped axis: each equals the calls one by one."""
     name = "swmmac_i32_16x16x32_iu8_w32"
     ref = Ref(name)
     kw = {"a_neg": True, "b_neg": False, "clamp": True}
@@ -491,6 +490,12 @@ def test_vmap_with_unmapped_and_wider_registers_equals_single_calls(rng):
                                       call(name, a[v], b[v], c, idx[v], **kw).view(np.uint32))
     empty = jax.vmap(f, in_axes=(0, 0, None, 0))(a[:0], b[:0], c, idx[:0])
     assert empty.shape == (0, 3) + c.shape[1:]
+
+
+@pytest.mark.slow  # one more float compile
+def test_vmap_of_a_model_that_chooses_its_path_by_the_data(rng):
+    """Folded into the waves, `exact`'s choice between its bf16 sums is made once for the whole
+    batch: the same bits as the calls one by one."""
     name = "smfmac_f32_16x16x64_bf16"
     ref = Ref(name)
     a, b, c, idx = _random_regs(rng, ref, (4,))
