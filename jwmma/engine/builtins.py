@@ -221,11 +221,11 @@ def _folding_vmap(spec: BuiltinSpec, m, opts, settled, products: int, key, stati
     """`run_call` on ``arrays`` with the ``settled`` options (``opts`` with its compile effort
     settled for ``products``, `settle`). ``jax.vmap`` of a call folds its mapped axis into the
     call's waves (a `jax.custom_batching.custom_vmap` rule) instead of batching the call's
-    program: the waves are independent instructions, the same bits either way. Batched as JAX batches programs, each `lax.cond` of the models (the
-    special-value shortcut, the exact sums' choice) becomes a select that computes both of its
-    branches, and the effort was settled for one mapped slice: a sparse bf16 `exact` call
-    vmapped over 64 x 64 waves took 2.1 s ('auto') / 5.0 s ('full') against 0.19 s for the same
-    4096 waves in one call.
+    program: the waves are independent instructions, the same bits either way. Batched as JAX
+    batches programs, each `lax.cond` of the models (the special-value shortcut, the exact
+    sums' choice) becomes a select that computes both of its branches, and the effort was
+    settled for one mapped slice: a sparse bf16 `exact` call vmapped over 64 x 64 waves took
+    2.1 s ('auto') / 5.0 s ('full') against 0.19 s for the same 4096 waves in one call.
 
     Only traced registers go through the rule: evaluated eagerly, a `custom_vmap` function runs
     its program as an inner jit, which would lose the settled compile options (`effort_jit`)."""

@@ -85,23 +85,22 @@ def few_products(ctx: Context, k: int) -> bool:
     every partial sum (two products: always; f16 x f16 in fours: 31 of the 53 bits, in 32s 37;
     fp8 / bf8 in 64s: -5 / 23; bf16 beyond two: not). On a CPU this ran builtin calls 2-3x
     faster than the bands and limbs (f16 / fp8 / bf8 `exact`, 16-64 products)."""
-    if k > 64 or ctx.c.mbits > 51:  # rounding to odd first needs a destination of <= 51 bits
+    span = few_products_span(ctx, k)
+    if span is None:
         return False
-    if k <= 2:
+    if k <= 2:  # a two-sum is exact whatever the exponents
         return True
-    g = _plan(ctx, k)
-    lg = math.ceil(math.log2(k))
-    top = ctx.a.max_exp + ctx.b.max_exp + 2 + lg
-    return (top - 53 + lg) - (g["emin"] - g["mab"]) <= 53
+    return (ctx.a.max_exp + ctx.b.max_exp) - (ctx.a.min_exp + ctx.b.min_exp) <= span  # the formats' widest spread
 
 
 def few_products_span(ctx: Context, k: int) -> int | None:
     """Static: the largest spread of product exponents (``a.exp + b.exp`` of the nonzero
     products of one output) for which `few_products_sum_bits` is exact on K products whose
     formats `few_products` does not clear (bf16: 78 for an instruction's 32 products), or None
-    (K > 64, or a destination wider than 51 bits). The condition of `few_products` with the
-    data's own exponents: 53 >= (hi + 2 + lg - 53 + lg) - (lo - mab)."""
-    if k > 64 or ctx.c.mbits > 51 or k < 1:
+    (K > 64, or a destination wider than 51 bits: rounding to odd first needs <= 51). The
+    condition of `few_products`, 53 >= (hi + 2 + lg - 53 + lg) - (lo - mab), solved for the
+    spread hi - lo of the exponents."""
+    if k > 64 or ctx.c.mbits > 51:
         return None
     lg = math.ceil(math.log2(max(k, 2)))
     return 102 - 2 * lg - (ctx.a.mbits + ctx.b.mbits)
@@ -431,7 +430,7 @@ class Exact(Model):
         psign = a.sign ^ b.sign
         cfin = cf._replace(sig=jnp.where(cf.nan | cf.inf, 0, cf.sig), exp=jnp.where(cf.nan | cf.inf, ZERO_EXP, cf.exp))
         p_all = jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape))
-        span = None if few_products(ctx, k) else few_products_span(ctx, k)
+        span = few_products_span(ctx, k)
         if few_products(ctx, k):
             bits, is_zero = few_products_sum_bits(p_all, cfin, ctx)
         elif span is not None:  # bf16: the error-free sums where the data's exponents allow them
