@@ -35,6 +35,7 @@ backward pass (dense float32 gradients), and evaluated again through jwmma.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -227,16 +228,24 @@ def _dequantised_product(cfg: Config, h, w):
     """x_eff @ w_eff in float64: the exact product of the pruned, quantised, rescaled operands
     (no accumulator at all), for the quantisation part of the error alone."""
     from ..numerics.rounding import x64_scope
-    from ..quant import config, quantise_operands
-    from ..quant.scaling import effective
+    from ..quant import config
 
     mc = config(builtin=cfg.builtin, model="exact", scaling=cfg.scaling)
     with x64_scope():
-        qw, qx = jax.jit(quantise_operands, static_argnums=2)(jnp.asarray(h), jnp.asarray(w), mc)
-        spec = mc.spec  # A = w^T blocks along K (its last axis), B = x^T along its first
-        w_eff = np.asarray(effective(qw, spec.a_format, axis=-1), np.float64)
-        x_eff = np.asarray(effective(qx, spec.b_format, axis=-2), np.float64)
+        w_eff, x_eff = (np.asarray(v, np.float64) for v in _effective_operands(jnp.asarray(h), jnp.asarray(w), mc))
     return x_eff.T @ w_eff.T
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _effective_operands(h, w, mc):
+    """(w_eff, x_eff): the quantised operands as the unit multiplies them, float32, in one
+    program (run eagerly, their decoding compiled ~90 small programs per layer shape)."""
+    from ..quant import quantise_operands
+    from ..quant.scaling import effective
+
+    qw, qx = quantise_operands(h, w, mc)
+    spec = mc.spec  # A = w^T blocks along K (its last axis), B = x^T along its first
+    return effective(qw, spec.a_format, axis=-1), effective(qx, spec.b_format, axis=-2)
 
 
 def evaluate(params, x, y, cfgs=CONFIGS, log=None) -> list[dict]:
