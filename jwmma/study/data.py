@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -167,8 +168,8 @@ def auto_scaling(spec: BuiltinSpec, scaling: str) -> str:
 def _mx_words(x: np.ndarray, fmt, axis: int) -> np.ndarray:
     """OCP MX quantisation of float64 ``x`` along ``axis`` (`jwmma.quant.scaling`, the rule the
     units use) as the block-scaled GEMM's uint16 words ``element code | E8M0 scale << 8``."""
-    with x64_scope():
-        q = scaling_rule.quantise(jnp.asarray(x, jnp.float64), fmt, "mx", axis)
+    with x64_scope():  # one program: eagerly, the rule's decoding compiled ~60 small ones
+        q = jax.jit(scaling_rule.quantise, static_argnums=(1, 2, 3))(jnp.asarray(x, jnp.float64), fmt, "mx", axis)
     codes = np.asarray(q.values)
     codes = codes.view(np.uint8) if codes.dtype != np.uint8 else codes
     scales = np.repeat(np.asarray(q.scales), scaling_rule.MX_BLOCK, axis=axis)
