@@ -3,6 +3,7 @@
     python benchmarks/bench_calls.py --waves 65536 --rows fp8:cdna3 fp8:exact f16:gfx12_dot4
     python benchmarks/bench_calls.py --waves 65536 --backend pallas     # each wave on the Pallas kernels
     python benchmarks/bench_calls.py --rows mfma_f32_16x16x32_fp8_fp8:cdna3 mfma_scale_f32_16x16x128_f8f6f4:cdna4_mx
+    python benchmarks/bench_calls.py --jit      # also under a user's jax.jit: time, first call, same bits
 
 A row is ``fmt:model`` (fmt: a key of `rows.BUILTIN`, the sparse rows: registers packed from
 pruned normal values) or ``builtin:model`` for any builtin (an empty model: its default):
@@ -42,6 +43,9 @@ def main():
     ap.add_argument("--backend", choices=("auto", "xla", "pallas"), default=None,
                     help="the calls' backend (default: the options' own, 'auto'); 'pallas' runs each wave's "
                          "instruction on the family's kernel (jwmma.backends.pallas.call_kernel)")
+    ap.add_argument("--jit", action="store_true",
+                    help="also time each call inside a user's jax.jit (registers as its arguments: the kernels are "
+                         "then lowered with the user's program) and say whether its bits equal the eager call's")
     args = ap.parse_args()
     print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
     for row in args.rows:
@@ -61,10 +65,38 @@ def main():
         macs = args.waves * spec.m * spec.n * spec.kc * spec.blocks
         out = dict(row=row, builtin=name, backend=args.backend or "auto", seconds=sec, mac_per_s=macs / sec,
                    first_s=round(t.first, 3))  # trace, compile and run of the first call (issue 35)
+        if args.jit:
+            out.update(_jitted(fn, regs, kw, args.repeat, macs))
         if args.mmasim:
             rate = mmasim_rate(name, model, 256, 2048)
             out.update(mmasim_mac_per_s=rate, speedup_vs_mmasim=None if rate is None else macs / sec / rate)
         print(json.dumps(out))
+
+
+def _jitted(fn, regs, kw, repeat, macs):
+    """The same call inside a user's ``jax.jit``, the arrays as its arguments: time, first call,
+    and whether every output word equals the eager call's (NaN by NaN-ness)."""
+    arrays = {k: v for k, v in kw.items() if isinstance(v, jax.Array)}
+    static = {k: v for k, v in kw.items() if k not in arrays}
+    jitted = jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static))
+    t = timed(lambda: jitted(regs, arrays), repeat)
+    eager, inside = (np.asarray(x) for x in (fn(*regs, **kw), jitted(regs, arrays)))
+    same = _same_words(eager, inside)
+    return dict(jit_seconds=t.median, jit_mac_per_s=macs / t.median, jit_first_s=round(t.first, 3),
+                jit_identical=same)
+
+
+def _same_words(x, y) -> bool:
+    """Word for word, a float NaN matching any NaN (the fidelity rule)."""
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    if np.issubdtype(x.dtype, np.floating) or x.dtype.kind == "V":
+        f = x.astype(np.float32) if x.dtype.kind == "V" else x
+        g = y.astype(np.float32) if y.dtype.kind == "V" else y
+        both_nan = np.isnan(f.astype(np.float32)) & np.isnan(g.astype(np.float32))
+        words = x.view(f"uint{x.dtype.itemsize * 8}") == y.view(f"uint{y.dtype.itemsize * 8}")
+        return bool(np.all(words | both_nan))
+    return bool(np.array_equal(x, y))
 
 
 def _registers(fmt, name, spec, waves):
