@@ -46,6 +46,7 @@ from ..numerics.formats import F32, format_of
 from ..numerics.rounding import round_f64, x64_scope
 from .. import models
 from ..backends import pallas
+from ..engine.effort import effort_jit, settle, shapes_key
 from ..engine.options import resolve as resolve_options
 from ..engine.step import context
 from ..tiled import buckets, gemm, gemm_extent
@@ -142,15 +143,33 @@ def _convert(y, dtype):
 
 
 # ------------------------------------------------------------------------------ the forward program
-@functools.partial(jax.jit, static_argnums=(0, 3))  # one program per unit and shape (or bucket), eager calls too
 def _forward(unit: Unit, lhs_c, rhs_c, effective: bool, extent=None):
+    """`_forward_program`, compiled (eager operands) at the effort `jwmma.engine.effort.settle`
+    decides for the unit's products, as `jwmma.gemm` compiles its own: a small contraction's
+    first call waits less on XLA (4 x 256 x 32 fp8: 2.3 -> 1.7 CPU s of compiling on a 2-core
+    CPU), and a shape called more than three times is compiled at 'full'. Traced operands (a
+    user's jit, grad or vmap): the outer program decides, so the plain program is traced."""
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((lhs_c, rhs_c, extent))):
+        return _forward_program(unit, lhs_c, rhs_c, effective, extent, options=None)
+    spec = unit.spec
+    k, g = lhs_c.shape[-1], int(np.prod(np.broadcast_shapes(lhs_c.shape[:-2], rhs_c.shape[:-2]), dtype=np.int64))
+    products = g * lhs_c.shape[-2] * rhs_c.shape[-1] * (k if spec.dense else -(-k // 2))
+    model = models.resolve(unit.model, context(spec, False), spec.default_model)
+    opts = settle(resolve_options(unit.options, unit.backend), products, model,
+                  ("forward", unit, effective, shapes_key(lhs_c, rhs_c, extent)))
+    return _forward_program(unit, lhs_c, rhs_c, effective, extent, options=opts)
+
+
+@functools.partial(effort_jit, static_argnames=("unit", "effective", "options"))
+def _forward_program(unit: Unit, lhs_c, rhs_c, effective: bool, extent=None, *, options=None):
     """y_c (G, N, M) float32 and, when ``effective``, the effective operands (lhs_eff (G, N, K),
     rhs_eff (G, K, M), float32) for the backward pass (else None); an f64 unit's are float64.
     Called inside `x64_scope()`, so that transformations of its program (vmap) also see 64-bit
     types. ``extent``: int32 (N, M, K) of operands zero-padded to a bucket (`_bucket`): zeros
     change no row or column factor, no MX block scale and no 2:4 choice of the extent's values,
     and the GEMM computes only the extent (`jwmma.tiled.gemm_extent`); y_c is the bucket's, its
-    values past the extent not defined."""
+    values past the extent not defined. ``options``: only the compile effort of this program
+    (the GEMM inside resolves the unit's own)."""
     swap = functools.partial(jnp.swapaxes, axis1=-1, axis2=-2)
     a_in, b_in = (swap(rhs_c), swap(lhs_c)) if unit.a == "rhs" else (lhs_c, rhs_c)
     qa, qb = quantise_gemm_operands(a_in, b_in, unit)
