@@ -32,8 +32,11 @@ from jwmma.tiled import paths
 
 from pallas_support import M, N, abstract_gpu, cases, run
 
-XLA = resolve(Options(backend="xla", platform="cpu"))
-PAL = resolve(Options(backend="pallas", platform="cpu", pallas=PallasOptions(tm=32, tn=64, interpret=True)))
+# both at the 'fast' compile effort, which changes no bit (tests/test_effort.py) and is what an
+# eager call of these sizes settles to: the paths are called directly here, which skips `settle`,
+# and at 'full' the XLA references compiled 2-3x longer
+XLA = resolve(Options(backend="xla", platform="cpu", compile_effort="fast"))
+PAL = resolve(Options(backend="pallas", platform="cpu", pallas=PallasOptions(tm=32, tn=64, interpret=True), compile_effort="fast"))
 
 CORE = [
     ("smfmac_f32_16x16x128_fp8_fp8", None, {}),  # cdna3 fp8, 3-D kernel, float64 combine (defaults)
