@@ -89,21 +89,29 @@ def test_gemm_bits_do_not_depend_on_the_effort(rng):
     assert _same(fast, full)
 
 
-def test_matmul_forward_bits_do_not_depend_on_the_effort(rng):
-    """`jwmma.matmul`'s forward program (quantisation and GEMM in one) compiles at the effort
-    of its products as `jwmma.gemm` does: 'fast' and 'full' give the same bits (values over
-    60 binades, subnormal f32 inputs among them), and the eager 'fast' call compiled with the
-    platform's fast options."""
-    from jwmma.quant import contraction
-
+def _matmul_operands(rng):
+    """Values over 60 binades, subnormal f32 inputs among them."""
     x = (rng.standard_normal((6, 200)) * 10.0 ** rng.integers(-44, 30, (6, 200))).astype(np.float32)
     w = (rng.standard_normal((200, 24)) * 10.0 ** rng.integers(-44, 30, (200, 24))).astype(np.float32)
-    fast = jwmma.matmul(x, w, options=FAST)
-    full = jwmma.matmul(x, w, options=FULL)
-    assert _same(fast, full)
+    return x, w
+
+
+def test_a_small_eager_matmul_compiles_its_forward_program_fast(rng):
+    """`jwmma.matmul`'s forward program (quantisation and GEMM in one) compiles at the effort
+    of its products, as `jwmma.gemm` does: an eager small call with the platform's fast options."""
+    from jwmma.quant import contraction
+
     settings = effort.compiler_options(jax.default_backend(), "fast")
+    y = jwmma.matmul(*_matmul_operands(rng))
+    assert y.shape == (6, 24)
     if settings:
         assert settings in contraction._forward_program._jits
+
+
+@pytest.mark.slow  # a 'full' compile of the forward program
+def test_matmul_forward_bits_do_not_depend_on_the_effort(rng):
+    x, w = _matmul_operands(rng)
+    assert _same(jwmma.matmul(x, w, options=FAST), jwmma.matmul(x, w, options=FULL))
 
 
 def test_auto_settles_by_the_work_of_the_call():
