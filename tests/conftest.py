@@ -83,6 +83,11 @@ DEFAULT_EVERY = {
     # (test_pallas.py), and the calls' own plumbing (clamped tiles, waves as grid rows) is the
     # same for every family
     "test_pallas_calls.py::test_call_on_kernel_bits": 2,
+    # per-key repeats of one mechanism (a stored digest, a crosscheck key, a loop against its
+    # unrolled twin): half of each grid by default
+    "test_stored_digests.py::test_stored_bits": 2,
+    "test_crosscheck.py::test_subset_same_bits_as_xla_matrix": 2,
+    "test_fused_paths.py::test_loop_and_unrolled_instructions_agree": 2,
 }
 # Whole tests that run only with -m slow (a cheaper default test covers the same code):
 # wave blocks at every size (test_builtins' 4096-wave test runs blocks by default), the
