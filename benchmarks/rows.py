@@ -18,8 +18,9 @@ device before timing):
   formats (NaN, Inf and subnormals included; random bytes for the elements of a block-scaled
   builtin), float32 C normal values times 10**-30 .. 10**29, MX scales 2**-9 .. 2**9.
 * `registers`: a builtin call's registers over ``waves`` waves (A, B, C and the index word of
-  a sparse builtin). ``kind="normal"``: registers of float dtype hold rounded normal values,
-  integer registers (packed elements such as fp8 or int8, integer C) random words;
+  a sparse builtin). ``kind="normal"``: 8- and 16-bit float elements hold rounded normal values,
+  in float registers and packed into integer words alike (fp8 four to a word, the bf16 MFMA's
+  int16 shorts); integer elements, integer C and sub-byte float elements (fp6, fp4) random words;
   ``kind="bits"``: random words everywhere. The index words select a valid pair of every
   group of four.
 
@@ -210,7 +211,13 @@ def registers(row, waves: int, *, seed: int = 0, kind: str = "normal") -> tuple:
         if fmt is None:  # integers: random words of the register dtype
             info = np.iinfo(op.dtype)
             return rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(op.dtype)
-        if np.dtype(op.dtype).kind in "iu":  # packed sub-byte / scaled element words
+        word_bits = np.dtype(op.dtype).itemsize * 8
+        if np.dtype(op.dtype).kind in "iu" and fmt.bits in (8, 16) and word_bits % fmt.bits == 0:
+            # 8- and 16-bit floats in integer words (bf16 MFMA shorts, four fp8 to a word): normal
+            # values, element i in bits [i * bits, (i + 1) * bits) as `codes_to_regs` packs them
+            per = word_bits // fmt.bits
+            return np.ascontiguousarray(_normal(rng, shape[:-1] + (shape[-1] * per,), fmt.dtype)).view(op.dtype)
+        if np.dtype(op.dtype).kind in "iu":  # sub-byte elements (fp6, fp4 words): random words
             info = np.iinfo(op.dtype)
             return rng.integers(0, int(info.max) + 1, shape, dtype=np.int64).astype(op.dtype)
         return _normal(rng, shape, op.dtype)
