@@ -108,6 +108,21 @@ def test_a_small_eager_matmul_compiles_its_forward_program_fast(rng):
         assert settings in contraction._forward_program._jits
 
 
+def test_matmul_tiering_compiles_one_program_where_fast_has_no_options(rng, monkeypatch):
+    """Where the 'fast' effort brings no compiler options (a GPU), tiering up from 'fast' to
+    'full' must not compile matmul's forward program again: the same program either way."""
+    from jwmma.quant import contraction
+
+    monkeypatch.setattr(effort, "TIER_UP_CALLS", 2)
+    monkeypatch.setitem(effort.FAST_OPTIONS, jax.default_backend(), ())
+    x = rng.standard_normal((3, 72)).astype(np.float32)  # a shape no other test uses
+    w = rng.standard_normal((72, 16)).astype(np.float32)
+    before = contraction._forward_program.full._cache_size()
+    outs = [np.asarray(jwmma.matmul(x, w)).view(np.uint32) for _ in range(effort.TIER_UP_CALLS + 2)]
+    assert contraction._forward_program.full._cache_size() == before + 1
+    assert all((o == outs[0]).all() for o in outs)
+
+
 @pytest.mark.slow  # a 'full' compile of the forward program
 def test_matmul_forward_bits_do_not_depend_on_the_effort(rng):
     x, w = _matmul_operands(rng)

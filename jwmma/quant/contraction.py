@@ -46,7 +46,7 @@ from ..numerics.formats import F32, format_of
 from ..numerics.rounding import round_f64, x64_scope
 from .. import models
 from ..backends import pallas
-from ..engine.effort import effort_jit, settle, shapes_key
+from ..engine.effort import compiler_options, effort_jit, settle, shapes_key
 from ..engine.options import resolve as resolve_options
 from ..engine.step import context
 from ..tiled import buckets, gemm, gemm_extent
@@ -157,7 +157,10 @@ def _forward(unit: Unit, lhs_c, rhs_c, effective: bool, extent=None):
     model = models.resolve(unit.model, context(spec, False), spec.default_model)
     opts = settle(resolve_options(unit.options, unit.backend), products, model,
                   ("forward", unit, effective, shapes_key(lhs_c, rhs_c, extent)))
-    return _forward_program(unit, lhs_c, rhs_c, effective, extent, options=opts)
+    # only the compiler settings matter here: where the effort changes none (a GPU, 'full') the one
+    # plain program, so that tiering up does not compile the same program again
+    fast = bool(compiler_options(opts.platform, opts.compile_effort))
+    return _forward_program(unit, lhs_c, rhs_c, effective, extent, options=opts if fast else None)
 
 
 @functools.partial(effort_jit, static_argnames=("unit", "effective", "options"))
