@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import jax
+import jax.numpy as jnp
 import jwmma
 from jwmma.engine import effort
 
@@ -108,9 +109,36 @@ def test_a_small_eager_matmul_compiles_its_forward_program_fast(rng):
         assert settings in contraction._forward_program._jits
 
 
+def test_matmul_tiering_keys_the_forward_program_by_its_compiler_settings(rng, monkeypatch):
+    """Where the 'fast' effort brings no compiler options (a GPU), every eager call of matmul's
+    forward program, before and after tiering up, uses the one plain program (no static
+    options), so tiering does not compile the same program twice; where it brings some, the
+    first calls carry them and later ones do not. (The program is stubbed: no compile.)"""
+    from jwmma.quant import contraction
+
+    seen = []
+
+    def stub(unit, lhs_c, rhs_c, effective, extent=None, *, options=None):
+        seen.append(None if options is None else options.compile_effort)
+        return jnp.zeros(lhs_c.shape[:-1] + rhs_c.shape[-1:], jnp.float32), None
+
+    monkeypatch.setattr(contraction, "_forward_program", stub)
+    monkeypatch.setattr(effort, "TIER_UP_CALLS", 2)
+    w = rng.standard_normal((72, 16)).astype(np.float32)
+    platform = jax.default_backend()
+    for rows, fast_options, want in ((3, (), [None] * 4),
+                                     (5, (("xla_backend_optimization_level", 0),), ["fast", "fast", None, None])):
+        monkeypatch.setitem(effort.FAST_OPTIONS, platform, fast_options)
+        seen.clear()
+        x = rng.standard_normal((rows, 72)).astype(np.float32)  # a shape of its own: its own call count
+        for _ in range(4):
+            jwmma.matmul(x, w)
+        assert seen == want, (fast_options, seen)
+
+
+@pytest.mark.slow  # a 'full' compile of the forward program
 def test_matmul_tiering_compiles_one_program_where_fast_has_no_options(rng, monkeypatch):
-    """Where the 'fast' effort brings no compiler options (a GPU), tiering up from 'fast' to
-    'full' must not compile matmul's forward program again: the same program either way."""
+    """The same on the real program: one compiled program over a tier-up where 'fast' has no options."""
     from jwmma.quant import contraction
 
     monkeypatch.setattr(effort, "TIER_UP_CALLS", 2)
