@@ -90,12 +90,10 @@ def _same_words(x, y) -> bool:
     """Word for word, a float NaN matching any NaN (the fidelity rule)."""
     if x.shape != y.shape or x.dtype != y.dtype:
         return False
-    if np.issubdtype(x.dtype, np.floating) or x.dtype.kind == "V":
-        f = x.astype(np.float32) if x.dtype.kind == "V" else x
-        g = y.astype(np.float32) if y.dtype.kind == "V" else y
-        both_nan = np.isnan(f.astype(np.float32)) & np.isnan(g.astype(np.float32))
-        words = x.view(f"uint{x.dtype.itemsize * 8}") == y.view(f"uint{y.dtype.itemsize * 8}")
-        return bool(np.all(words | both_nan))
+    if x.dtype.kind in "fV":  # numpy floats and ml_dtypes' (bfloat16 and the fp8 types: kind 'V')
+        both_nan = np.isnan(x.astype(np.float32)) & np.isnan(y.astype(np.float32))
+        bits = f"uint{x.dtype.itemsize * 8}"
+        return bool(np.all((x.view(bits) == y.view(bits)) | both_nan))
     return bool(np.array_equal(x, y))
 
 

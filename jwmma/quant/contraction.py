@@ -49,7 +49,7 @@ from ..backends import pallas
 from ..engine.effort import compiler_options, effort_jit, settle, shapes_key
 from ..engine.options import resolve as resolve_options
 from ..engine.step import context
-from ..tiled import buckets, gemm, gemm_extent
+from ..tiled import buckets, emulated_products, gemm, gemm_extent
 from . import scaling as sc
 from .arguments import check_x64, is_float, result_dtype
 from .dimensions import canonical_operands
@@ -149,11 +149,11 @@ def _forward(unit: Unit, lhs_c, rhs_c, effective: bool, extent=None):
     first call waits less on XLA (4 x 256 x 32 fp8: 2.3 -> 1.7 CPU s of compiling on a 2-core
     CPU), and a shape called more than three times is compiled at 'full'. Traced operands (a
     user's jit, grad or vmap): the outer program decides, so the plain program is traced."""
-    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((lhs_c, rhs_c, extent))):
+    if not all(is_concrete(x) for x in (lhs_c, rhs_c, extent)):
         return _forward_program(unit, lhs_c, rhs_c, effective, extent, options=None)
     spec = unit.spec
-    k, g = lhs_c.shape[-1], int(np.prod(np.broadcast_shapes(lhs_c.shape[:-2], rhs_c.shape[:-2]), dtype=np.int64))
-    products = g * lhs_c.shape[-2] * rhs_c.shape[-1] * (k if spec.dense else -(-k // 2))
+    batch = np.broadcast_shapes(lhs_c.shape[:-2], rhs_c.shape[:-2])
+    products = emulated_products(spec, batch, lhs_c.shape[-2], rhs_c.shape[-1], lhs_c.shape[-1])
     model = models.resolve(unit.model, context(spec, False), spec.default_model)
     opts = settle(resolve_options(unit.options, unit.backend), products, model,
                   ("forward", unit, effective, shapes_key(lhs_c, rhs_c, extent)))

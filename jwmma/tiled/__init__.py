@@ -32,8 +32,8 @@ from . import buckets, operands, paths, plan, processes, sharding
 from .plan import auto_layout, auto_mesh, plan_gemm
 from .sharding import Plan
 
-__all__ = ["gemm", "gemm_extent", "emulate_padded", "float64_out", "PATHS", "Plan", "plan_gemm", "auto_layout",
-           "auto_mesh", "operands", "paths", "plan", "processes", "sharding", "buckets"]
+__all__ = ["gemm", "gemm_extent", "emulate_padded", "float64_out", "emulated_products", "PATHS", "Plan", "plan_gemm",
+           "auto_layout", "auto_mesh", "operands", "paths", "plan", "processes", "sharding", "buckets"]
 
 PATHS = ("matrix", "registers")
 
@@ -59,9 +59,17 @@ def emulate_padded(kernel, a_codes, pos, b_codes, c_codes, *, shape=None, plan=N
     return d if shape is None else d[..., : shape[0], : shape[1]]
 
 
-def _products(spec, batch, m, n, k) -> int:
-    """The emulated multiply-adds of a GEMM (compressed products for a sparse builtin), which
-    decide an 'auto' compile effort (`jwmma.engine.effort.settle`)."""
+def emulated_products(spec, batch, m, n, k) -> int:
+    """The emulated multiply-adds of a GEMM, which decide an 'auto' compile effort
+    (`jwmma.engine.effort.settle`; also for `jwmma.matmul`'s forward program).
+
+    Args:
+        spec: the builtin; batch: the batch dims (a tuple of ints); m, n, k: the GEMM's M, N
+            and dense K.
+    Returns:
+        An int: compressed products (K / 2, rounded up) for a sparse builtin, M * N * K for a
+        dense one, times the batch.
+    """
     return int(np.prod(batch, dtype=np.int64)) * m * n * (k if spec.dense else -(-k // 2))
 
 
@@ -260,7 +268,7 @@ def _gemm(a, b, c, extent, *, builtin, model, path, prune, a_neg, b_neg, clamp, 
             return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
         form = ins.form if extent is None else dataclasses.replace(ins.form, k4=ins.k)  # one program per bucket
         real = (ins.m, ins.n, ins.k) if bucket is None else tuple(int(x) for x in bucket[3])
-        opts = settle(opts, _products(spec, ins.batch, *real), m_obj,
+        opts = settle(opts, emulated_products(spec, ins.batch, *real), m_obj,
                       (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, form, (ins.m, ins.n, ins.k, ins.batch),
                        shapes_key(ins.a, ins.pos, ins.b, ins.c)))
         # concrete operands a model can take faster (bf16: `Model.normal_operands`, host numpy)
@@ -298,7 +306,7 @@ def _padded_codes_path(spec, m_obj, opts, dist, a, b, c, *, path, prune, check, 
     dims = (ins.m, ins.n, ins.k, ins.batch)
     if ins.m == 0 or ins.n == 0 or ins.k == 0 or 0 in ins.batch:  # no instruction issued: D = C
         return _empty(spec, ins.batch + (ins.m, ins.n), ins.c)
-    opts = settle(opts, _products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
+    opts = settle(opts, emulated_products(spec, ins.batch, ins.m, ins.n, ins.k), m_obj,
                   (spec, m_obj, opts, path, s, a_signed, b_signed, clamp, dist is None, ins.form, dims,
                    shapes_key(ins.a, ins.pos, ins.b, ins.c)))
     if dist is None and not _traced(a, b, c):  # eager on one device: a kernel's GEMM (no f64 row has one)
