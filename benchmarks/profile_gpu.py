@@ -1,6 +1,12 @@
-"""Kernel-level time split of one GEMM emulation (jax.profiler perfetto trace -> top kernels).
+"""Kernel-level time split of one GEMM emulation or one builtin call (jax.profiler perfetto
+trace -> top device events).
 
     python benchmarks/profile_gpu.py --size 2048 --config fp8:cdna3 --out DIR
+    python benchmarks/profile_gpu.py --call wmma_f32_16x16x16_f16_w32: --waves 65536   # a call, eager
+    python benchmarks/profile_gpu.py --call f16:gfx12_dot4 --jit     # the same inside a user's jax.jit
+
+A call row is `bench_calls.py`'s (``fmt:model`` or ``builtin:model``, its registers). Each
+profile covers ``--reps`` calls after a compiling one; the events' totals are divided by it.
 """
 from __future__ import annotations
 
@@ -18,32 +24,70 @@ import jwmma
 from rows import BUILTIN, operands  # this folder: the shared rows and their operands
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--size", type=int, default=2048)
-    ap.add_argument("--config", default="fp8:cdna3")
-    ap.add_argument("--path", default="matrix")
-    ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "jwmma_prof"))
-    args = ap.parse_args()
+def _gemm(args):
     fmt, model = args.config.split(":")
     builtin = BUILTIN[fmt]
     a, b, _, _ = jax.device_put(operands(builtin, args.size, args.size, 2 * args.size, seed=0))
-    f = lambda: jwmma.gemm(a, b, builtin=builtin, model=model, path=args.path)
+    return f"{builtin} {model} {args.path} {args.size}", lambda: jwmma.gemm(a, b, builtin=builtin, model=model,
+                                                                           path=args.path)
+
+
+def _call(args):
+    from bench_calls import _registers  # this folder
+
+    fmt, _, model = args.call.partition(":")
+    name = BUILTIN.get(fmt, fmt)
+    spec = jwmma.BUILTINS[name]
+    regs, kw = _registers(fmt, name, spec, args.waves)
+    if model:
+        kw["model"] = model
+    fn = getattr(jwmma, name)
+    what = f"{name} {model or 'default'} {args.waves} waves {'jit' if args.jit else 'eager'}"
+    if not args.jit:
+        return what, lambda: fn(*regs, **kw)
+    arrays = {k: v for k, v in kw.items() if isinstance(v, jax.Array)}
+    static = {k: v for k, v in kw.items() if k not in arrays}
+    jitted = jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static))
+    return what, lambda: jitted(regs, arrays)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--config", default="fp8:cdna3")
+    ap.add_argument("--path", default="matrix")
+    ap.add_argument("--call", default=None, help="profile a builtin call (a bench_calls.py row) instead of a GEMM")
+    ap.add_argument("--waves", type=int, default=65536)
+    ap.add_argument("--jit", action="store_true", help="the call inside a user's jax.jit")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "jwmma_prof"))
+    args = ap.parse_args()
+    what, f = _call(args) if args.call else _gemm(args)
     jax.block_until_ready(f())
-    with jax.profiler.trace(args.out, create_perfetto_trace=True):
-        jax.block_until_ready(f())
-    files = glob.glob(os.path.join(args.out, "**", "*perfetto_trace.json.gz"), recursive=True)
+    out = tempfile.mkdtemp(dir=args.out if os.path.isdir(args.out) else None)
+    with jax.profiler.trace(out, create_perfetto_trace=True):
+        for _ in range(args.reps):
+            jax.block_until_ready(f())
+    files = glob.glob(os.path.join(out, "**", "*perfetto_trace.json.gz"), recursive=True)
     ev = json.load(gzip.open(files[0]))
     events = ev["traceEvents"] if isinstance(ev, dict) else ev
+    # device events only where the trace has a device process (a GPU): its kernels and copies
+    names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    device = {pid for pid, name in names.items() if "/device:" in name and "CPU" not in name.upper()}
     tot = collections.Counter()
     cnt = collections.Counter()
     for e in events:
-        if e.get("ph") == "X" and "dur" in e:
+        if e.get("ph") == "X" and "dur" in e and (not device or e.get("pid") in device):
             tot[e["name"]] += e["dur"]
             cnt[e["name"]] += 1
-    print(f"{builtin} {model} {args.path} {args.size}: top events (us total, count)")
-    for name, us in tot.most_common(25):
-        print(f"{us:12.0f} {cnt[name]:6d}  {name[:110]}")
+    where = "device" if device else "all"
+    print(f"# {jax.devices()[0].device_kind}: {what}: top {where} events (us per rep, count per rep); "
+          f"device total {sum(tot.values()) / args.reps:.1f} us per rep" if device else
+          f"# {jax.devices()[0].device_kind}: {what}: top {where} events (us per rep, count per rep)")
+    for name, us in tot.most_common(args.top):
+        print(f"{us / args.reps:12.1f} {cnt[name] / args.reps:8.1f}  {name[:110]}")
 
 
 if __name__ == "__main__":

@@ -136,6 +136,25 @@ def test_resolve_is_concrete_and_follows_the_platform():
         resolve(jwmma.Options(backend="xla"), backend="auto")
 
 
+def test_resolution_is_remembered_but_errors_are_not():
+    """Eager calls resolve options and models once per distinct argument (cached): the same
+    arguments give equal results, and a bad argument raises on every call, not only the first."""
+    a = resolve(jwmma.Options(platform="gpu", compile_effort="fast"))
+    b = resolve(jwmma.Options(platform="gpu", compile_effort="fast"))
+    assert a == b and a.compile_effort == "fast" and a.backend == "pallas"
+    assert resolve(jwmma.Options(platform="cpu")).backend == "xla"  # another platform, another answer
+    for _ in range(2):
+        with pytest.raises(ValueError, match="contradicts"):
+            resolve(jwmma.Options(backend="xla"), backend="pallas")
+    regs = [np.zeros((32, 8), np.float16), np.zeros((32, 8), np.float16), np.zeros((32, 8), np.float32)]
+    fn = jwmma.wmma_f32_16x16x16_f16_w32_gfx12
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unknown model 'cdna9'"):
+            fn(*regs, model="cdna9")
+        with pytest.raises(ValueError, match="group"):
+            fn(*regs, model="Gfx12Dot4(group=3)")
+
+
 def test_entry_points_take_backend_and_refuse_unknown_ones():
     (values, pos), b = _fp8_problem(16, 16, 128)
     want = np.asarray(jwmma.gemm((values, pos), b, builtin=FP8))

@@ -81,12 +81,19 @@ def settle(options, products: int, model=None, key=None):
             while len(_calls) > _MAX_KEYS:
                 _calls.popitem(last=False)
         fast = n <= TIER_UP_CALLS
-    return options.replace(compile_effort="fast" if fast else "full")
+    return _with_effort(options, "fast" if fast else "full")
+
+
+@functools.lru_cache(maxsize=1024)
+def _with_effort(options, effort: str):
+    """``options`` with ``compile_effort=effort`` (cached: `replace` validates a new copy, and
+    every eager call settles its options)."""
+    return options.replace(compile_effort=effort)
 
 
 def shapes_key(*arrays) -> tuple:
     """The shapes and dtypes of arrays (None kept), for the ``key`` of `settle`."""
-    return tuple(None if x is None else (tuple(x.shape), str(x.dtype)) for x in arrays)
+    return tuple(None if x is None else (tuple(x.shape), np.dtype(x.dtype)) for x in arrays)
 
 
 #: option sets XLA refused (it says INVALID_ARGUMENT, "No such compile option"): their calls

@@ -11,6 +11,7 @@ tracing. Every choice gives the same bits.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import jax
@@ -189,7 +190,7 @@ def resolve(options: Options | None = None, backend: str | None = None) -> Optio
         None when the model is to choose).
     """
     if options is None:
-        options = Options()
+        options = _defaults()
     elif not isinstance(options, Options):
         raise TypeError(f"options must be a jwmma.Options or None, got {type(options).__name__}")
     if backend is not None:
@@ -197,10 +198,26 @@ def resolve(options: Options | None = None, backend: str | None = None) -> Optio
             raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
         if options.backend not in ("auto", backend):
             raise ValueError(f"backend={backend!r} contradicts options.backend={options.backend!r}; give one")
-        options = options.replace(backend=backend)
+        options = _with_backend(options, backend)
     if options.resolved:
         return options
-    platform = options.platform or jax.default_backend()
+    return _resolve_for(options, options.platform or jax.default_backend())
+
+
+@functools.lru_cache(maxsize=1)
+def _defaults() -> Options:
+    return Options()
+
+
+@functools.lru_cache(maxsize=1024)
+def _with_backend(options: Options, backend: str) -> Options:
+    return options.replace(backend=backend)
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve_for(options: Options, platform: str) -> Options:
+    """`resolve` of validated, unresolved options on ``platform`` (a pure function of both;
+    cached: every eager call resolves its options, and each `replace` validates a copy)."""
     backend, pallas = options.backend, options.pallas
     if backend == "auto":
         backend = "pallas" if platform == "gpu" else "xla"

@@ -14,6 +14,8 @@ hardware steps through them, and need no dense case of their own.
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -28,7 +30,13 @@ __all__ = ["context", "normal_values_of", "decode_operand", "split_scaled", "sel
 
 def context(spec: BuiltinSpec, clamp: bool = False, normal_values: bool = False) -> Context:
     """The model `Context` of a builtin (its operand formats) with the clamp modifier and what
-    the host found of the operands (`normal_values_of`)."""
+    the host found of the operands (`normal_values_of`). One object per argument set: every
+    eager call asks for it, and a validated frozen `Context` costs tens of microseconds."""
+    return _context(spec, bool(clamp), bool(normal_values))
+
+
+@functools.lru_cache(maxsize=4096)
+def _context(spec: BuiltinSpec, clamp: bool, normal_values: bool) -> Context:
     return Context(spec.a_format, spec.b_format, spec.c_format, clamp, spec.arch, spec.chain_order,
                    spec.scale_block, normal_values)
 

@@ -6,6 +6,8 @@ one-line description; `ALIASES` are older spellings. `resolve` is what every ent
 """
 from __future__ import annotations
 
+import functools
+
 from .base import Context, Model
 from .exact import CDNA1, Exact
 from .fma_chain import FMAChain
@@ -102,9 +104,21 @@ def resolve(model, ctx: Context, default: str) -> Model:
     if model is None:
         model = default
     if isinstance(model, str):
-        model = parse_model(model) if "(" in model else _preset(model, ctx)
+        return _resolve_text(model, ctx)
     if not isinstance(model, Model):
         raise TypeError(f"model must be a name or a jwmma.models.Model, got {type(model).__name__}")
+    why = model.check(ctx)
+    if why:
+        raise ValueError(why)
+    return model
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve_text(text: str, ctx: Context) -> Model:
+    """`resolve` of a preset name or model text (cached: every eager call resolves its
+    model, and parsing and checking it costs more than many a small call's dispatch; models
+    are frozen, so one object serves every call; errors are raised, not cached)."""
+    model = parse_model(text) if "(" in text else _preset(text, ctx)
     why = model.check(ctx)
     if why:
         raise ValueError(why)
