@@ -48,6 +48,9 @@ def _call(args):
     arrays = {k: v for k, v in kw.items() if isinstance(v, jax.Array)}
     static = {k: v for k, v in kw.items() if k not in arrays}
     jitted = jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static))
+    if args.hlo:
+        with open(args.hlo, "w") as f:
+            f.write(jitted.lower(regs, arrays).compile().as_text())
     return what, lambda: jitted(regs, arrays)
 
 
@@ -59,6 +62,8 @@ def main():
     ap.add_argument("--call", default=None, help="profile a builtin call (a bench_calls.py row) instead of a GEMM")
     ap.add_argument("--waves", type=int, default=65536)
     ap.add_argument("--jit", action="store_true", help="the call inside a user's jax.jit")
+    ap.add_argument("--hlo", default=None, help="with --call --jit: write the compiled program's text (XLA's "
+                    "fusions, named as in the events) to this file")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "jwmma_prof"))

@@ -103,26 +103,37 @@ def resolve(model, ctx: Context, default: str) -> Model:
     """
     if model is None:
         model = default
-    if isinstance(model, str):
-        return _resolve_text(model, ctx)
+    if isinstance(model, str):  # presets are looked up every time: PRESETS may change
+        model = _parse(model) if "(" in model else _preset(model, ctx)
     if not isinstance(model, Model):
         raise TypeError(f"model must be a name or a jwmma.models.Model, got {type(model).__name__}")
-    why = model.check(ctx)
+    why = _why_not(model, ctx)
     if why:
         raise ValueError(why)
     return model
 
 
 @functools.lru_cache(maxsize=1024)
-def _resolve_text(text: str, ctx: Context) -> Model:
-    """`resolve` of a preset name or model text (cached: every eager call resolves its
-    model, and parsing and checking it costs more than many a small call's dispatch; models
-    are frozen, so one object serves every call; errors are raised, not cached)."""
-    model = parse_model(text) if "(" in text else _preset(text, ctx)
-    why = model.check(ctx)
-    if why:
-        raise ValueError(why)
-    return model
+def _parse(text: str) -> Model:
+    """`parse_model`, once per text (cached: every eager call resolves its model; models are
+    frozen, so one object serves every call; errors are raised, not cached)."""
+    return parse_model(text)
+
+
+def _why_not(model: Model, ctx: Context):
+    """``model.check(ctx)``, once per (model, context): a pure function of both, and checking
+    a model's fields costs more than a small call's dispatch (a model that cannot be hashed,
+    which no static argument can be, is checked every time)."""
+    try:
+        hash(model)
+    except TypeError:
+        return model.check(ctx)
+    return _check_once(model, ctx)
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_once(model: Model, ctx: Context):
+    return model.check(ctx)
 
 
 def _preset(name: str, ctx: Context) -> Model:
