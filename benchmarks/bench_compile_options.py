@@ -4,8 +4,8 @@ bits stay the same (what `jwmma.engine.effort` may use for 'fast').
     python benchmarks/bench_compile_options.py                       # this machine's default device
     python benchmarks/bench_compile_options.py --sets gpu --rows gemm_fp8 waves_bf16
 
-Each row is one program as a user's call builds it (a `jwmma.gemm` of a small odd shape, or a
-builtin call over --waves waves), lowered once and then compiled under each option set
+Each row is one program as a user's call builds it (a `jwmma.gemm` of a small odd shape, a
+builtin call over --waves waves, or a `jwmma.matmul` layer: ``--rows matmul_fp8``), lowered once and then compiled under each option set
 (options XLA does not know are reported and skipped); the program runs once per set on
 random bit patterns (NaN/Inf included) and its bits are compared with the first set's (XLA's
 defaults). Times are process CPU seconds and wall seconds of the compile alone, and the
@@ -64,12 +64,23 @@ ROWS = {
     "waves_bf16": ("bf16_cdna3", "auto"),
     "waves_exact": ("fp8_exact", "auto"),
 }
+#: label -> jwmma.matmul keywords: a layer's whole program (quantisation, pruning, the GEMM and
+#: the rescale) on x (256, 512) @ w (512, 256) of normal values, as a new shape compiles it
+MATMULS = {
+    "matmul_mfma_fp8": dict(builtin="mfma_f32_16x16x32_fp8_fp8"),
+    "matmul_fp8": dict(builtin="smfmac_f32_16x16x128_fp8_fp8"),
+    "matmul_mx": dict(builtin="mfma_scale_f32_16x16x128_f8f6f4", scaling="mx", formats=("fp4", "fp8")),
+}
 
 
 def program(label, waves, seed=0, size=None):
     """(jitted function of arrays, its arguments) for one row (gemm rows: M = N = K = ``size``
     when given, else a small odd shape), on random bit patterns (`rows.operands`,
     `rows.registers`: ``kind="bits"``)."""
+    if label in MATMULS:
+        rng = np.random.default_rng(seed)
+        x, w = (rng.standard_normal(shape).astype(np.float32) for shape in ((256, 512), (512, 256)))
+        return jax.jit(lambda x, w: jwmma.matmul(x, w, **MATMULS[label])), (x, w)
     row_label, backend = ROWS[label]
     row = SHARED[row_label]
     name, model, spec = row.builtin, row.model, row.spec
@@ -99,7 +110,7 @@ def same(x, y):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS) + list(MATMULS))
     ap.add_argument("--sets", default=None, help="cpu or gpu (default: this machine's platform)")
     ap.add_argument("--waves", type=int, default=64)
     ap.add_argument("--size", type=int, default=None, help="gemm rows: M = N = K (default: a small odd shape)")

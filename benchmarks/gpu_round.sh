@@ -11,6 +11,8 @@
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
+#   benchmarks/gpu_round.sh OUT calls_prof     # device events and compiled programs of the calls below 1e11
+#   benchmarks/gpu_round.sh OUT compile_opts   # XLA:GPU option sets on matmul layers and small programs
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
 #                                              # the crosscheck keys listed in KEYS against REF, once
 #                                              #   under each code tree (a folder holding a jwmma/):
@@ -71,6 +73,20 @@ calls_all)
         mfma_scale_f32_16x16x128_f8f6f4: wmma_f32_16x16x16_f16_w32_gfx12: swmmac_i32_16x16x32_iu8_w32: \
         wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: smfmac_i32_16x16x128_i8: mfma_i32_16x16x32_i8: \
         | tee "$out/calls_all.txt"
+    ;;
+calls_prof)
+    # issue 36 goal 4: where the calls below 1e11 MAC/s spend their device time (profile_gpu.py
+    # --call; inside a user's jit, so that the events are the program's; --hlo names the fusions)
+    i=0
+    for row in f16:gfx12_dot4 wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16:; do
+        i=$((i+1))
+        $py "$here/profile_gpu.py" --call "$row" --jit --reps 5 --top 30 --hlo "$out/calls_prof_hlo_$i.txt" \
+            --out "${TMPDIR:-/tmp}" | tee -a "$out/calls_prof.txt"
+    done
+    ;;
+compile_opts)
+    $py "$here/bench_compile_options.py" --rows matmul_mfma_fp8 matmul_fp8 matmul_mx gemm_fp8_pallas waves_fp8 \
+        | tee "$out/compile_opts.txt"
     ;;
 trees)
     keys=$3; ref=$4; shift 4
