@@ -127,7 +127,10 @@ class Gfx11Dot2(Model):
         cm = _floor_shift(csig, clsb - G)
         pm = _floor_shift(P, plsb - G[..., None, :])
         opp = pneg != cneg[..., None, :]
-        total = cm + jnp.where(opp, -pm - 1, pm).sum(axis=-2)
+        # an int32 sum: jnp.sum widens int32 to int64 under the caller's x64 scope, which took the
+        # whole rounding below into 64-bit integers (two or more instructions each on a GPU); the
+        # three terms are below 2**27 each (see _floor_shift), so the total fits
+        total = cm + jnp.where(opp, -pm - 1, pm).sum(axis=-2, dtype=jnp.int32)
         all_zero = (csig == 0) & (P == 0).all(axis=-2)
 
         # rounding: 24 significant bits (RNE), no subnormal results
