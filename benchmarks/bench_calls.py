@@ -4,6 +4,7 @@
     python benchmarks/bench_calls.py --waves 65536 --backend pallas     # each wave on the Pallas kernels
     python benchmarks/bench_calls.py --rows mfma_f32_16x16x32_fp8_fp8:cdna3 mfma_scale_f32_16x16x128_f8f6f4:cdna4_mx
     python benchmarks/bench_calls.py --jit      # also under a user's jax.jit: time, first call, same bits
+    python benchmarks/bench_calls.py --jit --permute gather   # lanes <-> matrix by a gather (an experiment)
 
 A row is ``fmt:model`` (fmt: a key of `rows.BUILTIN`, the sparse rows: registers packed from
 pruned normal values) or ``builtin:model`` for any builtin (an empty model: its default):
@@ -46,8 +47,16 @@ def main():
     ap.add_argument("--jit", action="store_true",
                     help="also time each call inside a user's jax.jit (registers as its arguments: the kernels are "
                          "then lowered with the user's program) and say whether its bits equal the eager call's")
+    ap.add_argument("--permute", choices=("auto", "gather"), default="auto",
+                    help="an experiment: 'gather' moves register lanes to matrix positions and back by a gather "
+                         "with the static index, where the library reshapes and transposes index bits "
+                         "(`jwmma.engine.registers.permute`; same bits, which is faster on a GPU is the question)")
     args = ap.parse_args()
-    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
+    if args.permute == "gather":
+        from jwmma.engine import registers
+
+        registers.permute = lambda flat, perm: flat[..., np.asarray(perm)]
+    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves, "permute", args.permute)
     for row in args.rows:
         fmt, _, model = row.partition(":")
         name = BUILTIN.get(fmt, fmt)

@@ -13,6 +13,7 @@
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
 #   benchmarks/gpu_round.sh OUT calls_prof     # device events and compiled programs of the calls below 1e11
 #   benchmarks/gpu_round.sh OUT compile_opts   # XLA:GPU option sets on matmul layers and small programs
+#   benchmarks/gpu_round.sh OUT calls_permute  # those calls with lanes <-> matrix by a gather (an experiment)
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
 #                                              # the crosscheck keys listed in KEYS against REF, once
 #                                              #   under each code tree (a folder holding a jwmma/):
@@ -82,6 +83,14 @@ calls_prof)
         i=$((i+1))
         $py "$here/profile_gpu.py" --call "$row" --jit --reps 5 --top 30 --hlo "$out/calls_prof_hlo_$i.txt" \
             --out "${TMPDIR:-/tmp}" | tee -a "$out/calls_prof.txt"
+    done
+    ;;
+calls_permute)
+    # the calls below 1e11 with lanes <-> matrix by a gather instead of index-bit transposes
+    # (10-D transposes ran as slow loop fusions around the gfx12 kernel): same bits, faster?
+    for pm in auto gather; do
+        $py "$here/bench_calls.py" --repeat 5 --jit --permute $pm --rows f16:gfx12_dot4 f16c:cdna3 \
+            wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: | tee -a "$out/calls_permute.txt"
     done
     ;;
 compile_opts)
