@@ -16,6 +16,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import tempfile
 
 import jax
@@ -49,9 +50,21 @@ def _call(args):
     static = {k: v for k, v in kw.items() if k not in arrays}
     jitted = jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static))
     if args.hlo:
+        text = jitted.lower(regs, arrays).compile().as_text()
         with open(args.hlo, "w") as f:
-            f.write(jitted.lower(regs, arrays).compile().as_text())
+            f.write(text)
+        args.sources = _fusion_sources(text)
     return what, lambda: jitted(regs, arrays)
+
+
+def _fusion_sources(hlo_text: str) -> dict:
+    """{fusion name: the JAX operation it is rooted at} from a compiled program's text (the
+    end of each fusion instruction's ``op_name``), so that the profile's events
+    say which of jwmma's operations they run."""
+    out = {}
+    for m in re.finditer(r"^\s*%?([\w.\-]+) = [^\n]*? fusion\([^\n]*?op_name=\"([^\"]*)\"", hlo_text, re.M):
+        out[m.group(1).replace(".", "_")] = m.group(2)[-70:]
+    return out
 
 
 def main():
@@ -91,8 +104,10 @@ def main():
     print(f"# {jax.devices()[0].device_kind}: {what}: top {where} events (us per rep, count per rep); "
           f"device total {sum(tot.values()) / args.reps:.1f} us per rep" if device else
           f"# {jax.devices()[0].device_kind}: {what}: top {where} events (us per rep, count per rep)")
+    sources = getattr(args, "sources", {})
     for name, us in tot.most_common(args.top):
-        print(f"{us / args.reps:12.1f} {cnt[name] / args.reps:8.1f}  {name[:110]}")
+        src = sources.get(name.replace(".", "_"))
+        print(f"{us / args.reps:12.1f} {cnt[name] / args.reps:8.1f}  {name[:60]}" + (f"  <- ...{src}" if src else ""))
 
 
 if __name__ == "__main__":
