@@ -13,7 +13,7 @@
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
 #   benchmarks/gpu_round.sh OUT calls_prof     # device events and compiled programs of the calls below 1e11
 #   benchmarks/gpu_round.sh OUT compile_opts   # XLA:GPU option sets on matmul layers and small programs
-#   benchmarks/gpu_round.sh OUT calls_permute  # those calls with lanes <-> matrix by a gather (an experiment)
+#   benchmarks/gpu_round.sh OUT calls_variants # calls with two experimental forms of their XLA work (same words)
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
 #                                              # the crosscheck keys listed in KEYS against REF, once
 #                                              #   under each code tree (a folder holding a jwmma/):
@@ -85,12 +85,13 @@ calls_prof)
             --out "${TMPDIR:-/tmp}" | tee -a "$out/calls_prof.txt"
     done
     ;;
-calls_permute)
-    # the calls below 1e11 with lanes <-> matrix by a gather instead of index-bit transposes
-    # (10-D transposes ran as slow loop fusions around the gfx12 kernel): same bits, faster?
-    for pm in auto gather; do
-        $py "$here/bench_calls.py" --repeat 5 --jit --permute $pm --rows f16:gfx12_dot4 f16c:cdna3 \
-            wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: | tee -a "$out/calls_permute.txt"
+calls_variants)
+    # two experiments on the calls' XLA work around the kernels (same words): lanes <-> matrix by
+    # a gather instead of index-bit transposes, and the driver's tile summaries by max reductions
+    for variant in "" "--permute gather" "--summaries max"; do
+        echo "== ${variant:-library}" | tee -a "$out/calls_variants.txt"
+        $py "$here/bench_calls.py" --repeat 5 --jit $variant --rows f16:gfx12_dot4 f16c:cdna3 fp8:cdna3 \
+            wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: | tee -a "$out/calls_variants.txt"
     done
     ;;
 compile_opts)
