@@ -65,7 +65,8 @@ def main():
         from jwmma.engine import registers
 
         registers.permute = lambda flat, perm: flat[..., np.asarray(perm)]
-    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves, "permute", args.permute)
+    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves, "permute", args.permute,
+          "summaries", args.summaries)
     for row in args.rows:
         fmt, _, model = row.partition(":")
         name = BUILTIN.get(fmt, fmt)
