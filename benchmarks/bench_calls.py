@@ -109,14 +109,20 @@ def _summarize_by_max(fmt, codes, tile_axes):
     return special | (tiny << 1) | ((emax + 512) << 2) | ((emin + 512) << 12)
 
 
+def jitted_call(fn, regs, kw):
+    """(a user's ``jax.jit`` of the call, its arguments): the registers and the keyword arrays
+    are the program's arguments, the other keywords (model, backend) static."""
+    arrays = {k: v for k, v in kw.items() if isinstance(v, jax.Array)}
+    static = {k: v for k, v in kw.items() if k not in arrays}
+    return jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static)), (regs, arrays)
+
+
 def _jitted(fn, regs, kw, repeat, macs):
     """The same call inside a user's ``jax.jit``, the arrays as its arguments: time, first call,
     and whether every output word equals the eager call's (NaN by NaN-ness)."""
-    arrays = {k: v for k, v in kw.items() if isinstance(v, jax.Array)}
-    static = {k: v for k, v in kw.items() if k not in arrays}
-    jitted = jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static))
-    t = timed(lambda: jitted(regs, arrays), repeat)
-    eager, inside = (np.asarray(x) for x in (fn(*regs, **kw), jitted(regs, arrays)))
+    jitted, args = jitted_call(fn, regs, kw)
+    t = timed(lambda: jitted(*args), repeat)
+    eager, inside = (np.asarray(x) for x in (fn(*regs, **kw), jitted(*args)))
     same = _same_words(eager, inside)
     return dict(jit_seconds=t.median, jit_mac_per_s=macs / t.median, jit_first_s=round(t.first, 3),
                 jit_identical=same)

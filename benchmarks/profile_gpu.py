@@ -30,11 +30,12 @@ def _gemm(args):
     builtin = BUILTIN[fmt]
     a, b, _, _ = jax.device_put(operands(builtin, args.size, args.size, 2 * args.size, seed=0))
     return f"{builtin} {model} {args.path} {args.size}", lambda: jwmma.gemm(a, b, builtin=builtin, model=model,
-                                                                           path=args.path)
+                                                                           path=args.path), {}
 
 
 def _call(args):
-    from bench_calls import _registers  # this folder
+    """(what, the call, {fusion name: its op_name} when ``--hlo`` wrote the program)."""
+    from bench_calls import _registers, jitted_call  # this folder
 
     fmt, _, model = args.call.partition(":")
     name = BUILTIN.get(fmt, fmt)
@@ -45,16 +46,15 @@ def _call(args):
     fn = getattr(jwmma, name)
     what = f"{name} {model or 'default'} {args.waves} waves {'jit' if args.jit else 'eager'}"
     if not args.jit:
-        return what, lambda: fn(*regs, **kw)
-    arrays = {k: v for k, v in kw.items() if isinstance(v, jax.Array)}
-    static = {k: v for k, v in kw.items() if k not in arrays}
-    jitted = jax.jit(lambda regs, arrays: fn(*regs, **arrays, **static))
+        return what, lambda: fn(*regs, **kw), {}
+    jitted, call_args = jitted_call(fn, regs, kw)
+    sources = {}
     if args.hlo:
-        text = jitted.lower(regs, arrays).compile().as_text()
+        text = jitted.lower(*call_args).compile().as_text()
         with open(args.hlo, "w") as f:
             f.write(text)
-        args.sources = _fusion_sources(text)
-    return what, lambda: jitted(regs, arrays)
+        sources = _fusion_sources(text)
+    return what, lambda: jitted(*call_args), sources
 
 
 def _fusion_sources(hlo_text: str) -> dict:
@@ -81,7 +81,7 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "jwmma_prof"))
     args = ap.parse_args()
-    what, f = _call(args) if args.call else _gemm(args)
+    what, f, sources = _call(args) if args.call else _gemm(args)
     jax.block_until_ready(f())
     out = tempfile.mkdtemp(dir=args.out if os.path.isdir(args.out) else None)
     with jax.profiler.trace(out, create_perfetto_trace=True):
@@ -100,11 +100,9 @@ def main():
         if e.get("ph") == "X" and "dur" in e and (not device or e.get("pid") in device):
             tot[e["name"]] += e["dur"]
             cnt[e["name"]] += 1
-    where = "device" if device else "all"
-    print(f"# {jax.devices()[0].device_kind}: {what}: top {where} events (us per rep, count per rep); "
-          f"device total {sum(tot.values()) / args.reps:.1f} us per rep" if device else
-          f"# {jax.devices()[0].device_kind}: {what}: top {where} events (us per rep, count per rep)")
-    sources = getattr(args, "sources", {})
+    total = f"; device total {sum(tot.values()) / args.reps:.1f} us per rep" if device else ""
+    print(f"# {jax.devices()[0].device_kind}: {what}: top {'device' if device else 'all'} events "
+          f"(us per rep, count per rep){total}")
     for name, us in tot.most_common(args.top):
         src = sources.get(name.replace(".", "_"))
         print(f"{us / args.reps:12.1f} {cnt[name] / args.reps:8.1f}  {name[:60]}" + (f"  <- ...{src}" if src else ""))
