@@ -150,12 +150,11 @@ def run_demo(waves: int, seed: int, only=None, models=None, out=print, target=No
     # one stream per builtin: the data do not depend on which cases run
     operands = [_random_case(spec, waves, np.random.default_rng([seed, zlib.crc32(spec.name.encode())]))
                 for spec in specs]
-    prepared = {spec.name: ((regs, np.asarray(a24)) + ops[1:])
-                for spec, ops, (a24, *regs) in zip(specs, operands, _prepare(specs, operands))}
+    prepared = {name: (spec, regs, np.asarray(a24)) + ops[1:]
+                for name, spec, ops, (a24, *regs) in zip(names, specs, operands, _prepare(specs, operands))}
     for name, model_names, kw in cases:
-        spec = spec_of(name, target)
         clamp = bool(kw.get("clamp", False))
-        regs, a24, b, c = prepared[spec.name]
+        spec, regs, a24, b, c = prepared[name]
         ref, exact, scale = _reference(spec, a24, b, c, clamp)
         for model in model_names:
             if models is not None and model not in models:
