@@ -157,7 +157,8 @@ class Model(metaclass=_Checked):
             ctx: the formats; a: decoded compressed A (..., M, Kc); pos: (..., M, Kc) int32
             positions 0..3; b: decoded dense B (..., Kd, N); c: (..., M, N) accumulator bits
             or values; select: ``select(b, pos)`` -> the B values every stored A element
-            multiplies, (..., M, Kc, N); options: resolved execution options.
+            multiplies, (..., M, Kc, N) or broadcastable to it (a dense builtin's rows are the
+            same for every row of A: (..., 1, Kc, N)); options: resolved execution options.
         Returns:
             (..., M, N) int32 D.
         """
