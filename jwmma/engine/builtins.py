@@ -86,27 +86,28 @@ def _registers(spec: BuiltinSpec, model, a, b, c, idx, scale_a=None, scale_b=Non
         a = a[..., layouts.cbsz_lanes(spec.m, *broadcast), :]
     a_lane, b_lane = fragments.regs_to_codes(spec.a, a), fragments.regs_to_codes(spec.b, b)
     c_lane = fragments.regs_to_codes(spec.c, c)
+    kernel = call_kernel(spec, model, options) if kernels else None
+    gather = kernel is not None  # the matrices enter and leave a kernel (`registers.permute`)
     if blgp and spec.blgp == "negate":  # f64 on gfx942/gfx950: bits 0, 1, 2 flip the signs of A, B, C
         a_lane, b_lane, c_lane = (x ^ (jnp.int64(-2**63) if blgp >> i & 1 else jnp.int64(0))
                                   for i, x in enumerate((a_lane, b_lane, c_lane)))
-    a_mat = fragments.lanes_to_matrix(spec.a_layout, spec.a_shape, a_lane)
-    b_mat = fragments.lanes_to_matrix(spec.b_layout, spec.b_shape, b_lane)
+    a_mat = fragments.lanes_to_matrix(spec.a_layout, spec.a_shape, a_lane, gather)
+    b_mat = fragments.lanes_to_matrix(spec.b_layout, spec.b_shape, b_lane, gather)
     if spec.scaled:  # every element carries its block's E8M0 scale: element | scale << 8
         sa, sb = fragments.scale_matrices(spec, scale_a, scale_b, opsel)
         a_mat, b_mat = a_mat | (sa << 8), b_mat | (sb << 8)
     pos = fragments.positions(spec, idx, s)
-    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.c_slots(spec, c_lane, half))
+    c_mat = fragments.lanes_to_matrix(spec.c_layout, spec.c_shape, fragments.c_slots(spec, c_lane, half), gather)
     if spec.blocks > 1:  # the blocks are independent products: a batch dimension of one step
         split = lambda x, r: x.reshape(*x.shape[:-2], spec.blocks, r, x.shape[-1])
         a_mat, b_mat, c_mat = split(a_mat, spec.m), split(b_mat, spec.k), split(c_mat, spec.m)
         pos = jnp.zeros((*a_mat.shape[:-2], spec.m, spec.kc), jnp.int32)
-    kernel = call_kernel(spec, model, options) if kernels else None
     # the host's finding reaches the XLA step only (the kernels have no value program)
     run = functools.partial(step, normal_values=normal_values) if kernel is None else kernel
     d = run(spec, model, a_mat, pos, b_mat, c_mat, options=options, a_signed=a_signed, b_signed=b_signed, clamp=clamp)
     d = d.reshape(*d.shape[:-3], *spec.c_shape) if spec.blocks > 1 else d
     d = d.astype(jnp.int64 if spec.c.elem_bits == 64 else jnp.int32)  # f64: int64 bit patterns
-    d_lanes = fragments.matrix_to_lanes(spec.c_layout, d)
+    d_lanes = fragments.matrix_to_lanes(spec.c_layout, d, gather)
     # an opsel row writes one half of each VGPR; the other is C's (_tied) or, unspecified on hardware, zero
     other = fragments.c_slots(spec, c_lane, 1 - half) if spec.tied else None
     return fragments.codes_to_regs(spec.c, fragments.c_words(spec, d_lanes, half, other), c.dtype)

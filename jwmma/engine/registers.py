@@ -156,12 +156,18 @@ def _bit_permutation(perm: np.ndarray):
     return tuple(axes)
 
 
-def permute(flat, perm: np.ndarray):
+def permute(flat, perm: np.ndarray, gather: bool = False):
     """out[..., i] = flat[..., perm[i]] for a static permutation: a reshape/transpose when
-    the permutation moves index bits (cheap and fusible), a gather otherwise."""
-    axes = _bit_permutation(np.asarray(perm))
+    the permutation moves index bits (cheap and fusible), a gather otherwise or with
+    ``gather``. The gather is for arrays that enter or leave a kernel (a custom call XLA cannot
+    fuse into): there XLA:GPU formed the many-axis transposes as separate tiled-transpose
+    fusions, 2.2 of an fp8 SMFMAC call's 7.2 ms over 65536 waves on an H100 (RESULTS.md), while a
+    gather fuses into the operand words around it. Where XLA fuses the permutation into
+    elementwise consumers (the XLA models' steps), the transpose stays: a gather there made an
+    RDNA3 WMMA call 3x slower."""
+    axes = None if gather else _bit_permutation(np.asarray(perm))
     if axes is None:
-        return flat[..., perm]
+        return flat[..., np.asarray(perm)]
     lead = flat.shape[:-1]
     n = len(axes)
     x = flat.reshape(*lead, *([2] * n))
@@ -169,19 +175,20 @@ def permute(flat, perm: np.ndarray):
     return x.reshape(*lead, perm.size)
 
 
-def lanes_to_matrix(layout: np.ndarray, shape, lane_vals) -> jnp.ndarray:
+def lanes_to_matrix(layout: np.ndarray, shape, lane_vals, gather: bool = False) -> jnp.ndarray:
     """(*batch, lanes, n) -> (*batch, R, C) with the static inverse of ``layout`` (a replicated
-    layout's first copy: RDNA3 WMMA A/B are read from lanes 0-15)."""
+    layout's first copy: RDNA3 WMMA A/B are read from lanes 0-15); ``gather``: as `permute`'s."""
     inv = layouts.inverse(layout, shape)
     flat = lane_vals.reshape(*lane_vals.shape[:-2], lane_vals.shape[-2] * lane_vals.shape[-1])
     if flat.shape[-1] > inv.size and inv.max() < inv.size:  # the first copy fills the first lanes
         flat = flat[..., : inv.size]
-    return permute(flat, inv.reshape(-1)).reshape(*lane_vals.shape[:-2], *shape)
+    return permute(flat, inv.reshape(-1), gather).reshape(*lane_vals.shape[:-2], *shape)
 
 
-def matrix_to_lanes(layout: np.ndarray, mat) -> jnp.ndarray:
-    """(*batch, R, C) -> (*batch, lanes, n): element [L, e] = mat[layout[L, e]]."""
+def matrix_to_lanes(layout: np.ndarray, mat, gather: bool = False) -> jnp.ndarray:
+    """(*batch, R, C) -> (*batch, lanes, n): element [L, e] = mat[layout[L, e]]; ``gather``: as
+    `permute`'s."""
     cols = mat.shape[-1]
     flat_idx = (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
     flat = mat.reshape(*mat.shape[:-2], mat.shape[-2] * mat.shape[-1])
-    return permute(flat, flat_idx).reshape(*mat.shape[:-2], *layout.shape[:2])
+    return permute(flat, flat_idx, gather).reshape(*mat.shape[:-2], *layout.shape[:2])
