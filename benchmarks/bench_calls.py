@@ -4,8 +4,6 @@
     python benchmarks/bench_calls.py --waves 65536 --backend pallas     # each wave on the Pallas kernels
     python benchmarks/bench_calls.py --rows mfma_f32_16x16x32_fp8_fp8:cdna3 mfma_scale_f32_16x16x128_f8f6f4:cdna4_mx
     python benchmarks/bench_calls.py --jit      # also under a user's jax.jit: time, first call, same bits
-    python benchmarks/bench_calls.py --jit --permute gather   # lanes <-> matrix by a gather (an experiment)
-    python benchmarks/bench_calls.py --jit --summaries max    # the kernels' tile summaries by max reductions (one too)
 
 A row is ``fmt:model`` (fmt: a key of `rows.BUILTIN`, the sparse rows: registers packed from
 pruned normal values) or ``builtin:model`` for any builtin (an empty model: its default):
@@ -48,25 +46,8 @@ def main():
     ap.add_argument("--jit", action="store_true",
                     help="also time each call inside a user's jax.jit (registers as its arguments: the kernels are "
                          "then lowered with the user's program) and say whether its bits equal the eager call's")
-    ap.add_argument("--permute", choices=("auto", "gather"), default="auto",
-                    help="an experiment: 'gather' moves register lanes to matrix positions and back by a gather "
-                         "with the static index, where the library reshapes and transposes index bits "
-                         "(`jwmma.engine.registers.permute`; same bits, which is faster on a GPU is the question)")
-    ap.add_argument("--summaries", choices=("auto", "max"), default="auto",
-                    help="an experiment: 'max' forms the Pallas driver's per-tile summaries (`driver.summarize`) "
-                         "as four max reductions over the tile's elements laid out last (same words; on an H100 "
-                         "the summaries and words were 0.8 ms of a 1.5 ms gfx12 call)")
     args = ap.parse_args()
-    if args.summaries == "max":
-        from jwmma.backends.pallas import driver
-
-        driver.summarize = _summarize_by_max
-    if args.permute == "gather":
-        from jwmma.engine import registers
-
-        registers.permute = lambda flat, perm: flat[..., np.asarray(perm)]
-    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves, "permute", args.permute,
-          "summaries", args.summaries)
+    print("#", jax.devices()[0].device_kind, jax.__version__, "waves", args.waves)
     for row in args.rows:
         fmt, _, model = row.partition(":")
         name = BUILTIN.get(fmt, fmt)
@@ -90,23 +71,6 @@ def main():
             rate = mmasim_rate(name, model, 256, 2048)
             out.update(mmasim_mac_per_s=rate, speedup_vs_mmasim=None if rate is None else macs / sec / rate)
         print(json.dumps(out))
-
-
-def _summarize_by_max(fmt, codes, tile_axes):
-    """`jwmma.backends.pallas.driver.summarize` (the same word) as max reductions over one
-    trailing axis: the tile's elements moved last, any() as a max of 0/1, min(e) as -max(-e)."""
-    from jwmma.backends.pallas import kernel_lib as kl
-
-    keep = [i for i in range(codes.ndim) if i not in tile_axes]
-    x = jnp.transpose(codes.astype(jnp.int32), keep + list(tile_axes))
-    x = x.reshape(*x.shape[:len(keep)], -1)
-    d = kl.decode(fmt, x, with_val=False)
-    nz = d.sig != 0
-    special = jnp.max((d.nan | d.inf).astype(jnp.int32), axis=-1)
-    tiny = jnp.max((nz & (d.sig < (1 << fmt.mbits))).astype(jnp.int32), axis=-1)
-    emax = jnp.max(jnp.where(nz, d.exp, -512), axis=-1)
-    emin = -jnp.max(jnp.where(nz, -d.exp, -511), axis=-1)
-    return special | (tiny << 1) | ((emax + 512) << 2) | ((emin + 512) << 12)
 
 
 def jitted_call(fn, regs, kw):

@@ -13,7 +13,6 @@
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
 #   benchmarks/gpu_round.sh OUT calls_prof     # device events and compiled programs of the calls below 1e11
 #   benchmarks/gpu_round.sh OUT compile_opts   # XLA:GPU option sets on matmul layers and small programs
-#   benchmarks/gpu_round.sh OUT calls_variants # calls with two experimental forms of their XLA work (same words)
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
 #                                              # the crosscheck keys listed in KEYS against REF, once
 #                                              #   under each code tree (a folder holding a jwmma/):
@@ -83,15 +82,6 @@ calls_prof)
         i=$((i+1))
         $py "$here/profile_gpu.py" --call "$row" --jit --reps 5 --top 30 --hlo "$out/calls_prof_hlo_$i.txt" \
             --out "${TMPDIR:-/tmp}" | tee -a "$out/calls_prof.txt"
-    done
-    ;;
-calls_variants)
-    # two experiments on the calls' XLA work around the kernels (same words): lanes <-> matrix by
-    # a gather instead of index-bit transposes, and the driver's tile summaries by max reductions
-    for variant in "" "--permute gather" "--summaries max"; do
-        echo "== ${variant:-library}" | tee -a "$out/calls_variants.txt"
-        $py "$here/bench_calls.py" --repeat 5 --jit $variant --rows f16:gfx12_dot4 f16c:cdna3 fp8:cdna3 \
-            wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: | tee -a "$out/calls_variants.txt"
     done
     ;;
 compile_opts)
