@@ -102,11 +102,17 @@ DEFAULT_SKIP = {
 }
 
 
-# Modules whose tests run tens of seconds each (a subprocess, a trained network): they run
-# first, so that with pytest-xdist's load scheduling they share the run's start between the
-# processes instead of leaving one process working alone at its end.
-LONG_FIRST = ("test_sharding.py", "test_readme.py", "test_network_study.py", "test_multihost_study.py",
-              "test_multihost_gemm.py", "test_multihost_checks.py")
+# The modules of the longest total time, longest first (their seconds in a cold default run of
+# f5822e6 on the 2-core EPYC: 72, 51, 33, 30, 28, 27, 26, 25, 24, 24, 24, 21, 21, 21, 18, 18, 18);
+# the others follow in pytest's order (each under 18 s). pyproject.toml's addopts hand whole
+# modules to the xdist processes in this order (`--dist loadfile --no-loadscope-reorder`): each
+# module's programs are traced and compiled in one process, and the longest go first so that
+# neither process ends the run alone on a long one (longest processing time first). The
+# subprocess and trained-network modules lead the list as they did under `--dist load`.
+LONG_FIRST = ("test_pallas.py", "test_sharding.py", "test_readme.py", "test_gemm.py", "test_multihost_study.py",
+              "test_matmul.py", "test_effort.py", "test_mfma_dense.py", "test_nn.py", "test_dot_general.py",
+              "test_edges_properties.py", "test_models_exact.py", "test_builtins.py", "test_fragments.py",
+              "test_edges_regressions.py", "test_network_study.py", "test_multihost_gemm.py", "test_multihost_checks.py")
 
 
 def pytest_collection_modifyitems(config, items):
