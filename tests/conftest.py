@@ -103,12 +103,12 @@ DEFAULT_SKIP = {
 
 
 # The modules of the longest total time, longest first (their seconds in a cold default run of
-# f5822e6 on the 2-core EPYC: 72, 51, 33, 30, 28, 27, 26, 25, 24, 24, 24, 21, 21, 21, 18, 18, 18);
-# the others follow in pytest's order (each under 18 s). pyproject.toml's addopts hand whole
-# modules to the xdist processes in this order (`--dist loadfile --no-loadscope-reorder`): each
-# module's programs are traced and compiled in one process, and the longest go first so that
-# neither process ends the run alone on a long one (longest processing time first). The
-# subprocess and trained-network modules lead the list as they did under `--dist load`.
+# f5822e6 on the 2-core EPYC: 72, 51, 33, 30, 28, 27, 26, 25, 24, 24, 24, 21, 21, 21, 19, 18), then
+# the two multihost modules of the list before (15 and 10 s, their time mostly waiting on worker
+# processes); the others follow in pytest's order (each under 19 s). pyproject.toml's addopts
+# hand whole modules to the xdist processes in this order (`--dist loadfile
+# --no-loadscope-reorder`): each module's programs are traced and compiled in one process, and
+# the longest go first so that neither process ends the run alone on a long one.
 LONG_FIRST = ("test_pallas.py", "test_sharding.py", "test_readme.py", "test_gemm.py", "test_multihost_study.py",
               "test_matmul.py", "test_effort.py", "test_mfma_dense.py", "test_nn.py", "test_dot_general.py",
               "test_edges_properties.py", "test_models_exact.py", "test_builtins.py", "test_fragments.py",

@@ -113,8 +113,8 @@ def dense_selector(b, pos):
     Returns:
         (..., 1, Kc, N), broadcastable to `select_rows`'s (..., M, Kc, N): out[..., 0, c, :] =
         b[..., 4*(c//2) + c % 2, :]. Unbroadcast, the models' elementwise work on B stays once
-        per B element where XLA materialises it (on a CPU, RDNA3 WMMA calls ran 1.7x faster
-        than with the rows broadcast to M explicitly).
+        per B element where XLA materialises it (on a CPU an RDNA3 WMMA call over 4096 waves
+        ran 36-37 ms, against 76-96 ms with the rows broadcast to M explicitly).
     """
     m, kc = pos.shape[-2:]
 
