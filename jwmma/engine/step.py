@@ -100,30 +100,29 @@ def selector(fmt):
     return select
 
 
-def dense_selector(b, pos):
-    """The ``select(b, pos)`` of a dense builtin, whose B is `dense_as_sparse`'s: stored value c
-    multiplies dense B row c for every row of A, so B's rows are broadcast over M instead of
-    gathered per row (the gather held every B field M times: an RDNA3 WMMA call over 65536
-    waves spent a third of its GPU time there). Valid on any slice of pairs of stored values
-    (the models' group and step loops), whose positions keep the pattern 0, 1, 0, 1, ...
+def dense_selector(fmt):
+    """The ``select(b, pos)`` of a dense builtin, whose B is `dense_as_sparse`'s: every row of A
+    multiplies the same B rows, so they are selected once, for A's first row, as (..., 1, Kc, N),
+    which broadcasts against A (`selector`'s gather per row of A held every B field M times: a
+    third of an RDNA3 WMMA call's GPU time over 65536 waves).
+
+    Still a gather, not a slice: XLA then forms B's selected fields once, as the gather's
+    output. From a slice, XLA:CPU fused B's register words, index-bit transposes and decoding
+    into a single-group instruction's one fusion and recomputed them for every row of A: the
+    32 x 32 cdna3 calls ran 2x slower than with the per-row gather (RESULTS.md).
 
     Args:
-        b: (..., Kd, N) arrays (one or a tree of decoded fields), Kd = 4 * ceil(Kc / 2);
-        pos: (..., M, Kc) `dense_as_sparse`'s positions (only their shape is read).
+        fmt: B's format (None: integer values), as `selector`'s.
     Returns:
-        (..., 1, Kc, N), broadcastable to `select_rows`'s (..., M, Kc, N): out[..., 0, c, :] =
-        b[..., 4*(c//2) + c % 2, :]. Unbroadcast, the models' elementwise work on B stays once
-        per B element where XLA materialises it (on a CPU an RDNA3 WMMA call over 4096 waves
-        ran 36-37 ms, against 76-96 ms with the rows broadcast to M explicitly).
+        ``select(b, pos)``: b (..., Kd, N) decoded B, pos (..., M, Kc) `dense_as_sparse`'s
+        positions -> (..., 1, Kc, N), broadcastable to (..., M, Kc, N).
     """
-    m, kc = pos.shape[-2:]
+    select = selector(fmt)
 
-    def rows(t):
-        *lead, kd, n = t.shape
-        dense = t.reshape(*lead, kd // 4, 4, n)[..., :2, :].reshape(*lead, kd // 2, n)[..., :kc, :]
-        return dense[..., None, :, :]
+    def select_dense(b, pos):
+        return select(b, pos[..., :1, :])
 
-    return jax.tree_util.tree_map(rows, b)
+    return select_dense
 
 
 def dense_as_sparse(a_codes, b_codes):
@@ -172,4 +171,5 @@ def step(spec: BuiltinSpec, model, a_codes, pos, b_codes, c, *, options, a_signe
         pos, b_codes = dense_as_sparse(a_codes, b_codes)
     a = decode_operand(spec.a_type, a_codes, a_signed)
     b = decode_operand(spec.b_type, b_codes, b_signed)
-    return model.instruction(ctx, a, pos, b, c, dense_selector if spec.dense else selector(spec.b_format), options)
+    select = dense_selector(spec.b_format) if spec.dense else selector(spec.b_format)
+    return model.instruction(ctx, a, pos, b, c, select, options)
