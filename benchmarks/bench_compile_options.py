@@ -5,10 +5,10 @@ bits stay the same (what `jwmma.engine.effort` may use for 'fast').
     python benchmarks/bench_compile_options.py --sets gpu --rows gemm_fp8 waves_bf16
 
 Each row is one program as a user's call builds it (a `jwmma.gemm` of a small odd shape, a
-builtin call over --waves waves, or a `jwmma.matmul` layer: ``--rows matmul_fp8``), lowered once and then compiled under each option set
-(options XLA does not know are reported and skipped); the program runs once per set on
-random bit patterns (NaN/Inf included) and its bits are compared with the first set's (XLA's
-defaults). Times are process CPU seconds and wall seconds of the compile alone, and the
+builtin call over --waves waves, or a `jwmma.matmul` layer: ``--rows matmul_fp8``), lowered
+once and then compiled under each option set (options XLA does not know are reported and
+skipped); the program runs once per set on random bit patterns (NaN/Inf included) and its bits
+are compared with the first set's (XLA's defaults). Times are process CPU seconds and wall seconds of the compile alone, and the
 median wall time of three runs.
 """
 from __future__ import annotations

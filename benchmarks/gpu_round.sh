@@ -97,6 +97,6 @@ trees)
     done
     ;;
 *)
-    echo "unknown part $part: int, grid, mosaic, rows, calls, calls_all or trees" >&2; exit 2
+    echo "unknown part $part: int, grid, mosaic, rows, calls, calls_all, calls_prof, compile_opts or trees" >&2; exit 2
     ;;
 esac

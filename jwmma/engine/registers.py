@@ -162,10 +162,9 @@ def permute(flat, perm: np.ndarray, gather: bool = False):
     ``gather``. The gather is for arrays that enter or leave a kernel (a custom call XLA cannot
     fuse into): there XLA:GPU formed the many-axis transposes as separate tiled-transpose
     fusions, 2.3 of an fp8 SMFMAC call's 6.0 ms of device time over 65536 waves on an H100
-    (RESULTS.md), while a
-    gather fuses into the operand words around it. Where XLA fuses the permutation into
-    elementwise consumers (the XLA models' steps), the transpose stays: a gather there made an
-    RDNA3 WMMA call 3x slower."""
+    (RESULTS.md), while a gather fuses into the operand words around it. Where XLA fuses the
+    permutation into elementwise consumers (the XLA models' steps), the transpose stays: a
+    gather there made an RDNA3 WMMA call 3x slower."""
     axes = None if gather else _bit_permutation(np.asarray(perm))
     if axes is None:
         return flat[..., np.asarray(perm)]
