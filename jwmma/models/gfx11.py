@@ -45,9 +45,9 @@ from jax import lax
 
 from ..numerics.formats import BF16, F16, F32
 from ..numerics.rounding import round_to_format
-from ..varying import vary_like
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
+from .specials import code_flags, factor_codes, next_code
 
 __all__ = ["Gfx11Dot2"]
 
@@ -55,9 +55,6 @@ EMPTY = -(1 << 20)  # lead of a zero term: never the maximum
 FACTOR_NAN = 0xFFC00A3D - (1 << 32)
 INVALID = 0xFFC00000 - (1 << 32)
 POS_INF, NEG_INF = 0x7F800000, 0xFF800000 - (1 << 32)
-# a DOT2 pair's factor specials (`_factor_codes`): bits of a 4-bit code
-PLUS_INF, MINUS_INF, INVALID_PRODUCT, NAN_FACTOR = 1, 2, 4, 8
-CODES_PER_WORD = 8
 
 
 def _bitlen(x):
@@ -100,29 +97,20 @@ class Gfx11Dot2(Model):
 
         The factors' special values (NaN and Inf products, Inf times zero) of every step are
         found before the steps, in a `lax.cond` whose other branch is all clear: NaN/Inf
-        operands are rare, and this per-product work in every step was about half of a call's
-        time (4096 waves of `wmma_f32_16x16x16_f16_w32` on a CPU: 2.4-2.9e8 products/s with it,
-        4.7-5.3e8 after). Each step reads its pair's code
-        from the carried words (`_factor_codes`); C's own specials stay in the step, since a
-        step can overflow to the next one's Inf C."""
-        k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
+        operands are rare, and this per-product work was done in every step. On a 2-core CPU,
+        4096 waves of `wmma_f32_16x16x16_f16_w32`, four alternating pairs of processes:
+        3.4-4.3e8 -> 5.2-5.7e8 products/s, and the first call of that size (XLA at 'full'
+        effort) 0.9-1.0 -> 1.2-1.4 s. Each step reads its pair's code from the carried words
+        (`jwmma.models.specials.factor_codes`); C's own specials stay in the step, since a step
+        can overflow into the next one's Inf C."""
         out = jnp.broadcast_shapes(a.sig.shape[:-2] + a.sig.shape[-1:], b.sig.shape[:-2] + b.sig.shape[-1:],
                                    c_bits.shape)
-        pairs = -(-k // 2)
-        n_words = max(1, -(-pairs // CODES_PER_WORD))
-        like = (a.sig, b.sig, c_bits)
-        possible = jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
-        clear = tuple(vary_like(jnp.zeros(out, jnp.int32), *like) for _ in range(n_words))
-        words = lax.cond(possible, lambda: tuple(vary_like(w, *like) for w in _factor_codes(a, b, ctx, out, n_words)),
-                         lambda: clear)
+        flush = (ctx.a, ctx.b) if ctx.a == BF16 else None  # bf16 subnormal factors are zero
+        words = factor_codes(a, b, 2, out, like=(a.sig, b.sig, c_bits), subnormals_zero=flush)
 
         def step(ga, gb, acc):
-            c, *w = acc
-            code = w[0] & 0xF
-            # the next pair's code moves into the low bits: logical shifts across the words
-            w = [lax.shift_right_logical(x, jnp.int32(4)) | (w[i + 1] << 28 if i + 1 < len(w) else 0)
-                 for i, x in enumerate(w)]
-            return (self._step(ga, gb, c, code, ctx), *w)
+            code, w = next_code(acc[1:])
+            return (self._step(ga, gb, acc[0], code, ctx), *w)
 
         # a CPU loops at every effort: unrolled at 'full', the eight pairs of a K = 16 builtin
         # compiled in 4.5 CPU s and ran 4.8x slower (4096 waves 0.33 s, looped 0.069 s)
@@ -130,7 +118,7 @@ class Gfx11Dot2(Model):
                            unroll_for(options, cpu_loops=True))[0]
 
     def _step(self, a, b, c_bits, code, ctx: Context):
-        """One DOT2 step (module doc); ``code``: this pair's factor specials (`_factor_codes`)."""
+        """One DOT2 step (module doc); ``code``: this pair's factor specials (`factor_codes`)."""
         fmt = ctx.a
         flush = fmt == BF16  # bf16 subnormal factors are zero
         sig_a = jnp.where(flush & (a.exp <= fmt.min_exp) & (a.sig < (1 << fmt.mbits)), 0, a.sig)
@@ -189,7 +177,7 @@ class Gfx11Dot2(Model):
             bits = (bits >> 16) & 0xFFFF
 
         # specials, lowest priority first (f32 bits; narrowed as rocjitsu's dot_packed16::special)
-        pi, ni, invalid, factor_nan = ((code & bit) != 0 for bit in (PLUS_INF, MINUS_INF, INVALID_PRODUCT, NAN_FACTOR))
+        pi, ni, invalid, factor_nan = code_flags(code)
         c_nan = (ce == 0xFF) & ((c & 0x7FFFFF) != 0)
         c_inf = (ce == 0xFF) & ((c & 0x7FFFFF) == 0)
         pos = pi | (c_inf & ~cneg)
@@ -202,46 +190,6 @@ class Gfx11Dot2(Model):
             special = _narrow_special(ctx.c, special)
         is_special = pos | ng | c_nan | invalid | factor_nan
         return jnp.where(is_special, special, bits).astype(jnp.int32)
-
-
-def _factor_codes(a, b, ctx: Context, out, n_words: int):
-    """Every DOT2 pair's factor specials as 4-bit codes, eight pairs to an int32 word.
-
-    Pair i (products 2i, 2i + 1 along axis -2, the last one alone when K is odd) has code bits
-    PLUS_INF / MINUS_INF (an Inf product of that sign), INVALID_PRODUCT (Inf times zero, or
-    Inf products of both signs) and NAN_FACTOR; its code sits at bits 4 * (i % 8) of word
-    i // 8.
-
-    Args:
-        a, b: decoded operands (`Fields`), products along axis -2; ctx: the `Context`.
-        out: the output shape; n_words: how many words (at least ceil(pairs / 8)).
-    Returns:
-        A tuple of ``n_words`` int32 arrays of shape ``out``.
-    """
-    fmt = ctx.a
-    flush = fmt == BF16  # bf16 subnormal factors are zero
-    zero_a = (a.sig == 0) | (flush & (a.exp <= fmt.min_exp) & (a.sig < (1 << fmt.mbits)))
-    zero_b = (b.sig == 0) | (flush & (b.exp <= fmt.min_exp) & (b.sig < (1 << fmt.mbits)))
-    zero_a, zero_b = zero_a & ~a.nan & ~a.inf, zero_b & ~b.nan & ~b.inf
-    pneg = (a.sign ^ b.sign) == 1
-    p_inf = a.inf | b.inf
-    per_product = (p_inf & ~pneg, p_inf & pneg, (a.inf & zero_b) | (b.inf & zero_a), a.nan | b.nan)
-    k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
-    pairs = -(-k // 2)
-
-    def per_pair(f):  # (..., K, N) -> (..., pairs, N): any over each pair
-        f = jnp.broadcast_to(f, (*out[:-1], k, out[-1]))
-        if 2 * pairs != k:
-            f = jnp.concatenate([f, jnp.zeros_like(f[..., :1, :])], axis=-2)
-        return f.reshape(*out[:-1], pairs, 2, out[-1]).any(axis=-2)
-
-    pi, ni, invalid, nan = (per_pair(f) for f in per_product)
-    code = (jnp.where(pi, PLUS_INF, 0) | jnp.where(ni, MINUS_INF, 0)
-            | jnp.where(invalid | (pi & ni), INVALID_PRODUCT, 0) | jnp.where(nan, NAN_FACTOR, 0)).astype(jnp.int32)
-    shifts = jnp.asarray([4 * (i % CODES_PER_WORD) for i in range(pairs)], jnp.int32)[:, None]
-    code = code << shifts  # the codes of one word occupy distinct bits: their sum is their OR
-    return tuple(code[..., w * CODES_PER_WORD:(w + 1) * CODES_PER_WORD, :].sum(axis=-2, dtype=jnp.int32)
-                 if w * CODES_PER_WORD < pairs else jnp.zeros(out, jnp.int32) for w in range(n_words))
 
 
 def _widen(fmt, c):
