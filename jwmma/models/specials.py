@@ -80,7 +80,7 @@ def specials_shortcut(ctx, a, b, per_product, finite=None):
 def _group_codes(a, b, group: int, out, n_words: int, subnormals_zero):
     """The words of `factor_codes` (its possible branch)."""
     zero_a, zero_b = a.sig == 0, b.sig == 0
-    if subnormals_zero is not None:  # subnormal factors count as zeros (Inf times one is invalid)
+    if subnormals_zero is not None:  # subnormal factors count as zeros: Inf times one is invalid
         fa, fb = subnormals_zero
         zero_a = zero_a | ((a.exp <= fa.min_exp) & (a.sig < (1 << fa.mbits)))
         zero_b = zero_b | ((b.exp <= fb.min_exp) & (b.sig < (1 << fb.mbits)))
@@ -128,6 +128,7 @@ def factor_codes(a, b, group: int, out, like=(), subnormals_zero=None):
     n_words = max(1, -(-steps // CODES_PER_WORD))
     possible = jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
     clear = tuple(vary_like(jnp.zeros(out, jnp.int32), *like) for _ in range(n_words))
+
     def codes():
         words = _group_codes(a, b, group, out, n_words, subnormals_zero)
         return tuple(vary_like(w, *like) for w in words)
