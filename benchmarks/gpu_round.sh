@@ -11,6 +11,8 @@
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
+#   benchmarks/gpu_round.sh OUT calls_ab BASE  # the calls below 1e11 under BASE (a folder holding a jwmma/)
+#                                              #   and under this tree, in alternating processes (ab_trees.py)
 #   benchmarks/gpu_round.sh OUT calls_prof     # device events and compiled programs of the calls below 1e11
 #   benchmarks/gpu_round.sh OUT compile_opts   # XLA:GPU option sets on matmul layers and small programs
 #   benchmarks/gpu_round.sh OUT trees KEYS REF TREE...
@@ -74,6 +76,12 @@ calls_all)
         wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: smfmac_i32_16x16x128_i8: mfma_i32_16x16x32_i8: \
         | tee "$out/calls_all.txt"
     ;;
+calls_ab)
+    # issue 36 goal 4: a change to the XLA rows below 1e11 MAC/s against its baseline, three
+    # alternating pairs of processes (the speed of a shared machine drifts between processes)
+    $py "$here/ab_trees.py" --a "$3" --b "$here/.." --pairs 3 --metric mac_per_s,first_s -- "$here/bench_calls.py" \
+        --repeat 5 --rows wmma_f32_16x16x16_f16_w32: mfma_f32_32x32x4bf16: | tee "$out/calls_ab.txt"
+    ;;
 calls_prof)
     # issue 36 goal 4: where the calls below 1e11 MAC/s spend their device time (profile_gpu.py
     # --call; inside a user's jit, so that the events are the program's; --hlo names the fusions)
@@ -97,6 +105,6 @@ trees)
     done
     ;;
 *)
-    echo "unknown part $part: int, grid, mosaic, rows, calls, calls_all, calls_prof, compile_opts or trees" >&2; exit 2
+    echo "unknown part $part: int, grid, mosaic, rows, calls, calls_all, calls_ab, calls_prof, compile_opts or trees" >&2; exit 2
     ;;
 esac
