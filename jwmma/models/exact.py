@@ -20,8 +20,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F16, F64, ZERO_EXP, decode
-from ..numerics.rounding import fields_to_f64, pow2_f64, round_f64, round_to_format, round_to_odd, two_sum
+from ..numerics.formats import BF16, F16, F32, F64, ZERO_EXP, decode
+from ..numerics.rounding import (fields_to_f64, pow2_f64, round_f64, round_f64_to_f32, round_to_format, round_to_odd,
+                                 two_sum)
 from ..varying import vary_like
 from . import fused_dots
 from .base import Context, Model, as_column
@@ -143,7 +144,8 @@ def few_products_sum_bits(p_f64, c_fields, ctx: Context):
     vh, vl = two_sum(tl, pl)
     zh, zl = two_sum(th, vh)
     z = round_to_odd(zh, zl + vl)
-    return round_f64(z, fc), z == 0
+    # f32 on 32-bit words: a GPU's 64-bit integer operations cost two or more instructions each
+    return (round_f64_to_f32(z) if fc == F32 else round_f64(z, fc)), z == 0
 
 
 def one_band(ctx: Context, k: int) -> bool:

@@ -11,9 +11,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .formats import FloatFormat, decode, with_sign
+from .formats import F32, FloatFormat, decode, with_sign
 
 __all__ = ["x64_scope", "pow2_f64", "fields_to_f64", "value_f64", "two_sum", "round_to_odd", "round_to_format", "round_f64",
+           "round_f64_to_f32",
            "add_rn", "bits_to", "float_bits"]
 
 
@@ -138,6 +139,56 @@ def round_f64(x, fmt: FloatFormat):
     bits = jnp.where((ef == 0x7FF) & (m == 0), inf_bits | (sign << (fmt.bits - 1)), bits)
     bits = jnp.where((ef == 0x7FF) & (m != 0), fmt.qnan, bits)
     return bits
+
+
+def _srl(x, n):
+    return lax.shift_right_logical(x, n.astype(jnp.int32) if hasattr(n, "astype") else jnp.int32(n))
+
+
+def round_f64_to_f32(x):
+    """`round_f64(x, F32)` on the float64's two 32-bit words: the same bits, without 64-bit
+    integer arithmetic (two or more instructions per operation on a GPU), no branch.
+
+    The significand S (53 bits, the leading one included) is the top word's 21 low bits and
+    the low word. A normal result keeps S's top 24 bits (RNE on the 29 below: above half, or
+    half with an odd last bit; a carry out of the fraction moves into the exponent, and past
+    254 into Inf, as the bit pattern's order gives). A subnormal result is S shifted right by
+    30 or more places, rounded the same way on the dropped bits (a carry gives the smallest
+    normal). float64 subnormals count as zero, NaN gives 0x7FC00000 and Inf keeps its sign,
+    as in `round_f64`.
+
+    Args:
+        x: float64 array.
+    Returns:
+        int32 f32 bit patterns of x's shape.
+    """
+    b = lax.bitcast_convert_type(x, jnp.int64)
+    hi = (b >> 32).astype(jnp.int32)
+    lo = ((b << 32) >> 32).astype(jnp.int32)  # the low word, sign-extended: fits an int32
+    ef = (hi >> 20) & 0x7FF  # the float64 exponent field
+    e = ef - (1023 - 127)  # the f32 exponent field of a normal result
+    top = (hi & 0xFFFFF) | 0x100000  # S's top 21 bits
+
+    # normal results (e >= 1)
+    frac = ((hi & 0xFFFFF) << 3) | _srl(lo, 29)
+    rem = lo & 0x1FFFFFFF
+    up = (rem > 0x10000000) | ((rem == 0x10000000) & ((frac & 1) == 1))
+    normal = ((e << 23) | frac) + up.astype(jnp.int32)
+
+    # subnormal results (e <= 0): q = S >> s with s = 30 - e; beyond s = 63 every bit is gone
+    s = jnp.clip(30 - e, 30, 63)
+    q = jnp.where(s >= 32, _srl(top, jnp.clip(s - 32, 0, 31)), (top << jnp.clip(32 - s, 0, 2)) | _srl(lo, jnp.clip(s, 0, 31)))
+    h = s - 1  # the half bit's place in S
+    hh = jnp.clip(h - 32, 0, 30)
+    hl = jnp.clip(h, 0, 31)
+    half_bit = jnp.where(h >= 32, _srl(top, hh) & 1, _srl(lo, hl) & 1) == 1
+    sticky = jnp.where(h >= 32, ((top & ((1 << hh) - 1)) != 0) | (lo != 0), (lo & ((1 << hl) - 1)) != 0)
+    sub = q + (half_bit & (sticky | ((q & 1) == 1))).astype(jnp.int32)
+
+    bits = jnp.where(e >= 1, normal, sub)
+    bits = jnp.where(e > 254, 0x7F800000, bits)  # beyond the largest finite f32, Inf and NaN: Inf
+    bits = jnp.where(ef == 0, 0, bits) | (hi & jnp.int32(-(1 << 31)))
+    return jnp.where((ef == 0x7FF) & (((hi & 0xFFFFF) | lo) != 0), F32.qnan, bits)
 
 
 def add_rn(p, acc, fmt: FloatFormat):
