@@ -177,7 +177,8 @@ def round_f64_to_f32(x):
 
     # subnormal results (e <= 0): q = S >> s with s = 30 - e; beyond s = 63 every bit is gone
     s = jnp.clip(30 - e, 30, 63)
-    q = jnp.where(s >= 32, _srl(top, jnp.clip(s - 32, 0, 31)), (top << jnp.clip(32 - s, 0, 2)) | _srl(lo, jnp.clip(s, 0, 31)))
+    q = jnp.where(s >= 32, _srl(top, jnp.clip(s - 32, 0, 31)),
+                  (top << jnp.clip(32 - s, 0, 2)) | _srl(lo, jnp.clip(s, 0, 31)))
     h = s - 1  # the half bit's place in S
     hh = jnp.clip(h - 32, 0, 30)
     hl = jnp.clip(h, 0, 31)
