@@ -5,9 +5,9 @@ steps and reads them step by step, eight steps to an int32 word; `gfx12_dot4` (R
 of 4) works them out in each step. Here a dot is long enough for three words (gfx11: 20
 steps; gfx12: 12 steps), and each row puts one kind of special product (+Inf, -Inf, both,
 NaN, Inf times zero) into one step, every step taken in turn; later steps then see an Inf or
-NaN C. Rows without any special
-run as a call of their own (the branch that finds none). References: the slow scalar oracles
-(`ref_gfx11.dot2`, `ref_gfx12.dot_bits`), folded over the steps, Python ints only.
+NaN C. Rows without any special run as a call of their own (the branch that finds none).
+References: the slow scalar oracles (`ref_gfx11.dot2`, `ref_gfx12.dot_bits`), folded over the
+steps, Python ints only.
 """
 from __future__ import annotations
 

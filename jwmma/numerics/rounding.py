@@ -142,7 +142,8 @@ def round_f64(x, fmt: FloatFormat):
 
 
 def _srl(x, n):
-    return lax.shift_right_logical(x, n.astype(jnp.int32) if hasattr(n, "astype") else jnp.int32(n))
+    """Logical right shift of int32 ``x`` by ``n`` (an int or an int32 array)."""
+    return lax.shift_right_logical(x, jnp.asarray(n, jnp.int32))
 
 
 def round_f64_to_f32(x):
