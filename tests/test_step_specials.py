@@ -1,7 +1,8 @@
 """The chained-step models' special values at every step of a long dot (NUMERICS.md 2.2, 2.3).
 
 `gfx11_dot2` (RDNA3, steps of 2 products) finds every step's factor specials before the
-steps and reads them step by step, eight steps to an int32 word; `gfx12_dot4` (RDNA4, steps
+steps and reads them step by step, eight steps to an int32 word (on a CPU; for a GPU each
+step finds its own, which runs here as ``Options(platform='gpu')``); `gfx12_dot4` (RDNA4, steps
 of 4) works them out in each step. Here a dot is long enough for three words (gfx11: 20
 steps; gfx12: 12 steps), and each row puts one kind of special product (+Inf, -Inf, both,
 NaN, Inf times zero) into one step, every step taken in turn; later steps then see an Inf or
@@ -44,8 +45,9 @@ def _rows(rng, k, step, with_specials):
     return a.astype(np.uint16), b.astype(np.uint16), c
 
 
-def _model(a, b, c, model):
-    d = jwmma.dot(a.view(np.float16), b.view(np.float16), c.view(np.float32), model=model)
+def _model(a, b, c, model, platform=None):
+    options = None if platform is None else jwmma.Options(platform=platform, backend="xla")
+    d = jwmma.dot(a.view(np.float16), b.view(np.float16), c.view(np.float32), model=model, options=options)
     return np.asarray(d).view(np.uint32).astype(np.int64)
 
 
@@ -64,11 +66,13 @@ def _gfx12(a, b, c):
                                         "f32") for r in range(a.shape[0])], np.int64)
 
 
-@pytest.mark.parametrize("model,k,step,ref", [("gfx11_dot2", 40, 2, _gfx11), ("gfx12_dot4", 48, 4, _gfx12)])
+@pytest.mark.parametrize("model,k,step,ref,platform", [("gfx11_dot2", 40, 2, _gfx11, None),
+                                                       ("gfx11_dot2", 40, 2, _gfx11, "gpu"),
+                                                       ("gfx12_dot4", 48, 4, _gfx12, None)])
 @pytest.mark.parametrize("with_specials", [True, False])
-def test_every_step_special_matches_the_oracle(rng, model, k, step, ref, with_specials):
+def test_every_step_special_matches_the_oracle(rng, model, k, step, ref, platform, with_specials):
     a, b, c = _rows(rng, k, step, with_specials)
-    got, want = _model(a, b, c, model), ref(a, b, c)
+    got, want = _model(a, b, c, model, platform), ref(a, b, c)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, (f"{model}: {bad.size} of {got.size} rows differ; first row {bad[0]} "
                            f"(kind {KINDS[bad[0] % len(KINDS)]}, step {bad[0] // len(KINDS)}): "
