@@ -23,7 +23,7 @@ from jax import lax
 from ..keywords import strict_keywords
 from ..numerics.formats import F32, format_of, decode
 from ..numerics.rounding import fields_to_f64, round_f64, x64_scope
-from .validation import as_array, check_bool_kw, check_values, fail_if, is_concrete as jax_concrete
+from .validation import as_array, check_bool_kw, check_values, fail_if, host_readable, is_concrete as jax_concrete
 
 __all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES", "check_2_4", "compress_groups"]
 
@@ -35,6 +35,39 @@ _HIPSPARSELT_DTYPES = ("float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e
 
 def _is_float(dtype) -> bool:
     return np.dtype(dtype).kind == "f" or jnp.issubdtype(dtype, jnp.floating)
+
+
+#: a numpy operand (or a JAX array on one CPU device, read through numpy: `_host_bits`) of at
+#: most `BUCKET_MAX_GROUPS` groups runs in the program of its bucket: its
+#: groups, flattened to rows, zero-padded to BUCKET_MIN_GROUPS * BUCKET_GROWTH**j rows
+#: (`_bucket_rows`), and the result cut on the host. Every helper here works group by group and
+#: a padding group touches no other, so the results are the unpadded ones; operands of many
+#: shapes then share one program per dtype (issue 35 goal 5: a sweep's pruning, compressing,
+#: and `jwmma.gemm`'s 2:4 check had compiled one program per shape each). Larger operands keep
+#: their shape: their run outweighs a compile, and the host round trip would cost memory.
+BUCKET_MIN_GROUPS, BUCKET_GROWTH, BUCKET_MAX_GROUPS = 2**16, 4, 2**20
+
+
+def _bucket_rows(x, width: int):
+    """(rows, n) for a numpy array ``x`` (..., K), K a multiple of ``width``: its n = size /
+    width rows of ``width`` elements zero-padded to a bucket of rows (`BUCKET_MIN_GROUPS`; a
+    few milliseconds of host work for a tiny operand, where a compile costs 0.1-0.3 s); None
+    for other arrays (JAX arrays, traced values, more than `BUCKET_MAX_GROUPS` rows)."""
+    if not isinstance(x, np.ndarray) or x.size == 0 or x.size // width > BUCKET_MAX_GROUPS:
+        return None
+    n = x.size // width
+    rows = BUCKET_MIN_GROUPS
+    while rows < n:
+        rows *= BUCKET_GROWTH
+    out = np.zeros((rows, width), x.dtype)
+    out[:n] = x.reshape(n, width)
+    return out, n
+
+
+def _cut(y, n: int, shape):
+    """A bucket's result ``y`` (rows, width) cut to its first ``n`` rows on the host, in ``shape``,
+    back on the device (no program per shape)."""
+    return jax.device_put(np.ascontiguousarray(np.asarray(y)[:n].reshape(shape)))
 
 
 def _groups(x, what):
@@ -78,7 +111,11 @@ def _check_width(dtype, what):
 
 
 def _host_bits(x):
-    """A numpy float array as its bits (a free view; the program bit casts JAX arrays itself)."""
+    """A numpy float array as its bits (a free view; the program bit casts JAX arrays itself).
+    A JAX array on one CPU device is read through numpy first (`host_readable`), so that it
+    takes its bucket's program as numpy operands do (`_bucket_rows`)."""
+    if host_readable(x):
+        x = np.asarray(x)
     return _as_bits(x) if isinstance(x, np.ndarray) and _is_float(x.dtype) else x
 
 
@@ -194,7 +231,11 @@ def prune_2_4(a, rule: str = "largest"):
         if rule == "hipsparselt" and dtype.name not in _HIPSPARSELT_DTYPES:
             raise TypeError(f"a must have one of the dtypes hipSPARSELt prunes ({', '.join(_HIPSPARSELT_DTYPES)}) "
                             f"for rule='hipsparselt', got {dtype}")
-        return _prune_array(_host_bits(a), rule, dtype.name)
+        bits = _host_bits(a)
+        bucket = _bucket_rows(bits, 4)
+        if bucket is not None:
+            return _cut(_prune_array(bucket[0], rule, dtype.name), bucket[1], a.shape)
+        return _prune_array(bits, rule, dtype.name)
 
 
 @functools.partial(jax.jit, static_argnames=("rule", "dtype"))
@@ -282,14 +323,20 @@ def compress_2_4(a24, *, what: str = "a24"):
         if a24.size == 0:
             half = (*a24.shape[:-1], a24.shape[-1] // 2)
             return jnp.zeros(half, dtype), jnp.zeros(half, jnp.int32)
-        values, pos, count, summary = _compress_array(_host_bits(a24), dtype.name)
+        bits = _host_bits(a24)
+        bucket = _bucket_rows(bits, 4)
+        groups = (*a24.shape[:-1], a24.shape[-1] // 4)
+        values, pos, count, summary = _compress_array(bits if bucket is None else bucket[0], dtype.name)
         if jax_concrete(count):  # the summary came from the same program: nothing more to compile
             total, first, nonzeros = (int(v) for v in summary)
-            if total:
-                first = tuple(int(i) for i in np.unravel_index(first, count.shape))
+            if total:  # a bucket's padding groups are zeros: never the first bad group
+                first = tuple(int(i) for i in np.unravel_index(first, groups))
                 raise ValueError(_message_2_4(what, first, nonzeros, total))
         else:
             fail_if(count > 2, _describe_2_4(what), count)
+        if bucket is not None:
+            half = (*a24.shape[:-1], a24.shape[-1] // 2)
+            return _cut(values, bucket[1], half), _cut(pos, bucket[1], half)
         return values, pos
 
 
@@ -322,7 +369,9 @@ def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
     with x64_scope():
         float_bits = float_bits or _is_float(x.dtype)
         if jax_concrete(x):
-            total, first, nonzeros = _summary_2_4(_host_bits(x), float_bits)
+            bits = _host_bits(x)
+            bucket = _bucket_rows(bits, 4)  # padding groups are zeros: never counted, never first
+            total, first, nonzeros = _summary_2_4(bits if bucket is None else bucket[0], float_bits)
             if int(total):
                 first = tuple(int(i) for i in np.unravel_index(int(first), (*x.shape[:-1], x.shape[-1] // 4)))
                 raise ValueError(_message_2_4(what, first, int(nonzeros), int(total)))
@@ -422,7 +471,14 @@ def decompress_2_4(values, pos, *, check: bool = False):
         if concrete or check:  # concrete positions on the host: no program of their own
             pr = (np if concrete else jnp).asarray(pos).reshape(*pos.shape[:-1], -1, 2) & 3
             fail_if(pr[..., 0] == pr[..., 1], same)
-        return _decompress_array(_host_bits(values), jnp.asarray(pos), dtype.name)
+        bits = _host_bits(values)
+        bucket = _bucket_rows(bits, 2)
+        pos = np.asarray(pos) if host_readable(pos) else pos
+        if bucket is not None and isinstance(pos, np.ndarray):  # rows of one group: 2 values, 2 positions
+            rows = _bucket_rows(pos, 2)[0]
+            full = (*values.shape[:-1], values.shape[-1] * 2)
+            return _cut(_decompress_array(bucket[0], rows, dtype.name), bucket[1], full)
+        return _decompress_array(bits, jnp.asarray(pos), dtype.name)
 
 
 @functools.partial(jax.jit, static_argnames="dtype")
