@@ -112,9 +112,10 @@ def _check_width(dtype, what):
 
 def _host_bits(x):
     """A numpy float array as its bits (a free view; the program bit casts JAX arrays itself).
-    A JAX array on one CPU device is read through numpy first (`host_readable`), so that it
-    takes its bucket's program as numpy operands do (`_bucket_rows`)."""
-    if host_readable(x):
+    A JAX array on one CPU device that fits a bucket is read through numpy first
+    (`host_readable`), so that it takes its bucket's program as numpy operands do
+    (`_bucket_rows`); a larger one stays as it is (no host copy)."""
+    if host_readable(x) and x.size <= 4 * BUCKET_MAX_GROUPS:
         x = np.asarray(x)
     return _as_bits(x) if isinstance(x, np.ndarray) and _is_float(x.dtype) else x
 
