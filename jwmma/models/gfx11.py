@@ -47,7 +47,7 @@ from ..numerics.formats import BF16, F16, F32
 from ..numerics.rounding import round_to_format
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
-from .specials import code_flags, factor_codes, next_code
+from .specials import code_flags, factor_codes, factor_flags, next_code
 
 __all__ = ["Gfx11Dot2"]
 
@@ -186,7 +186,7 @@ class Gfx11Dot2(Model):
 
         # specials, lowest priority first (f32 bits; narrowed as rocjitsu's dot_packed16::special)
         if code is None:
-            pi, ni, invalid, factor_nan = _pair_flags(a, b, sig_a, sig_b, pneg)
+            pi, ni, invalid, factor_nan = _pair_flags(a, b, ctx)
         else:
             pi, ni, invalid, factor_nan = code_flags(code)
         c_nan = (ce == 0xFF) & ((c & 0x7FFFFF) != 0)
@@ -203,17 +203,12 @@ class Gfx11Dot2(Model):
         return jnp.where(is_special, special, bits).astype(jnp.int32)
 
 
-def _pair_flags(a, b, sig_a, sig_b, pneg):
-    """A pair's factor specials over axis -2 (the flags of `code_flags`): an Inf product of
-    each sign, Inf times zero (or Inf products of both signs), a NaN factor. ``sig_a``,
-    ``sig_b``: the significands with bf16 subnormals flushed; ``pneg``: the products' signs."""
-    zero_a = (sig_a == 0) & ~a.nan & ~a.inf
-    zero_b = (sig_b == 0) & ~b.nan & ~b.inf
-    p_inf = a.inf | b.inf
-    pi = (p_inf & ~pneg).any(axis=-2)
-    ni = (p_inf & pneg).any(axis=-2)
-    invalid = ((a.inf & zero_b) | (b.inf & zero_a)).any(axis=-2) | (pi & ni)
-    return pi, ni, invalid, (a.nan | b.nan).any(axis=-2)
+def _pair_flags(a, b, ctx: Context):
+    """A pair's factor specials over axis -2, as `code_flags` gives them from a code: an Inf
+    product of each sign, Inf times zero (or Inf products of both signs), a NaN factor."""
+    flush = (ctx.a, ctx.b) if ctx.a == BF16 else None  # bf16 subnormal factors are zero
+    pi, ni, invalid, nan = (f.any(axis=-2) for f in factor_flags(a, b, subnormals_zero=flush))
+    return pi, ni, invalid | (pi & ni), nan
 
 
 def _widen(fmt, c):

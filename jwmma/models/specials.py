@@ -18,7 +18,8 @@ from jax import lax
 
 from ..varying import vary_like
 
-__all__ = ["product_specials", "specials_possible", "specials_shortcut", "factor_codes", "next_code", "code_flags",
+__all__ = ["product_specials", "specials_possible", "specials_shortcut", "factor_flags", "factor_codes", "next_code",
+           "code_flags",
            "PLUS_INF", "MINUS_INF", "INVALID_PRODUCT", "NAN_FACTOR"]
 
 #: a group's factor specials (`factor_codes`): bits of its 4-bit code
@@ -77,8 +78,16 @@ def specials_shortcut(ctx, a, b, per_product, finite=None):
     return lax.cond(specials_possible(ctx, a, b), lambda: per_product(True), finite)
 
 
-def _group_codes(a, b, group: int, out, n_words: int, subnormals_zero):
-    """The words of `factor_codes` (its possible branch)."""
+def factor_flags(a, b, subnormals_zero=None):
+    """Per product, the factor specials of a chained-step model's codes (`factor_codes`):
+    (Inf product of + sign, Inf product of - sign, Inf times zero, a NaN factor), boolean
+    arrays of the broadcast shape. Unlike `product_specials`, a NaN factor and Inf times zero
+    stay apart (RDNA3 gives them different NaN payloads).
+
+    Args:
+        a, b: decoded operands (`Fields`); subnormals_zero: None, or the (a, b) formats whose
+            subnormal factors the model reads as zeros.
+    """
     zero_a, zero_b = a.sig == 0, b.sig == 0
     if subnormals_zero is not None:  # subnormal factors count as zeros: Inf times one is invalid
         fa, fb = subnormals_zero
@@ -87,7 +96,12 @@ def _group_codes(a, b, group: int, out, n_words: int, subnormals_zero):
     zero_a, zero_b = zero_a & ~a.nan & ~a.inf, zero_b & ~b.nan & ~b.inf
     neg = (a.sign ^ b.sign) == 1
     inf = a.inf | b.inf
-    per_product = (inf & ~neg, inf & neg, (a.inf & zero_b) | (b.inf & zero_a), a.nan | b.nan)
+    return inf & ~neg, inf & neg, (a.inf & zero_b) | (b.inf & zero_a), a.nan | b.nan
+
+
+def _group_codes(a, b, group: int, out, n_words: int, subnormals_zero):
+    """The words of `factor_codes` (its possible branch)."""
+    per_product = factor_flags(a, b, subnormals_zero)
     k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
     groups = -(-k // group)
 
