@@ -10,7 +10,9 @@ packs and unpacks A, B and C and checks the registers users pass; the rest of th
 module per job, and its names are re-exported here: `registers` (registers <-> codes, codes
 between lanes and matrix positions), `element_codes` (matrix values <-> codes),
 `index_registers` (the sparse builtins' index words) and `block_scales` (the E8M0 scale
-registers of the block-scaled MFMA).
+registers of the block-scaled MFMA). Concrete operands in host memory (numpy arrays, JAX arrays
+on one CPU device) are packed and unpacked in numpy (`host_codec`), traced ones and those on
+other devices by one compiled program per builtin, operand and shape (`_pack_words`).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from ..isa.table import BuiltinSpec, Operand, lookup
 from ..isa.types import element_type
 from ..keywords import strict_keywords
 from ..numerics.rounding import x64_scope
+from . import host_codec
 # every name of the codec stays importable from this module (__all__): the builtins, the GEMM paths and users
 # import them from here
 from .block_scales import (check_scale_register, format_code, pack_scale, scale_codes, scale_matrices,
@@ -73,6 +76,10 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
     half = _opsel_kw(spec, which, opsel)
     what, form = _MATRIX[which]
     x = as_array(x, what)
+    placed = x  # where a host-packed result goes (`host_codec.placed_like`)
+    host = host_codec.on_host(x)
+    if host:  # packed in numpy: no program to compile (`host_codec`)
+        x = np.asarray(x)
     spec = _fmt(spec, which, fmt, x if which != "c" else None)
     op, layout, shape, t = _parts(spec, which)
     if spec.blocks > 1:  # (*batch, blocks, R, C): the blocks stacked along the rows
@@ -86,6 +93,8 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
         with x64_scope():
             return codes_to_regs(op, matrix_to_lanes(layout, to_codes(t, x)))
     x = check_value_input(t, x, what, check=check)
+    if host:
+        return host_codec.placed_like(placed, host_codec.pack_words(x, spec, which, half))
     if _on_host(t):
         x = to_codes(t, x)
     return _pack_words(x, spec=spec, which=which, half=half)
@@ -119,6 +128,11 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     half = _opsel_kw(spec, which, opsel)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
+    if op.elem_bits != 64 and host_codec.on_host(regs):  # unpacked in numpy: no program to compile
+        out = host_codec.unpack_words(regs, spec, which, half, check_bool_kw(signed, "signed"))
+        if spec.blocks > 1:
+            out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
+        return out if _on_host(t) else host_codec.placed_like(regs, out)
     if op.elem_bits == 64:
         out = _unpack_f64(spec, op, layout, shape, regs, t)
     else:

@@ -1,0 +1,146 @@
+"""pack_*/unpack_* on host operands (numpy and JAX arrays on the CPU: the numpy codec, no
+program compiled) against the same calls traced inside `jax.jit` (the compiled codec), on
+every row, chip, block-scale format, opsel half and signedness, from random register bits
+(every bit pattern: NaN payloads, subnormals, both signs of zero).
+
+`test_fragments.py` checks the host form against a scalar packing written from BUILTINS.md
+section 1; this file ties the compiled form to it. It also checks that a host pack or unpack
+compiles nothing and keeps a committed array's device.
+"""
+from __future__ import annotations
+
+import logging
+
+import jax
+import numpy as np
+import pytest
+
+import jwmma
+from jwmma.engine import fragments
+from jwmma.isa.table import lookup
+
+# by default one row of each register form: 16-bit floats, bf16 as int16, packed 8- and 4-bit
+# words (with a sign choice), fp8 / fp6 bit strings / fp4 (the block-scaled row), an opsel C
+# and replicated A/B (RDNA3), wave64, multi-block A/B, 32-bit A/B; every row with -m slow
+DEFAULT = {"smfmac_f32_16x16x64_f16", "smfmac_f32_16x16x32_bf16", "smfmac_f32_16x16x128_fp8_fp8",
+           "swmmac_i32_16x16x32_iu4_w32", "mfma_scale_f32_16x16x128_f8f6f4", "wmma_f16_16x16x16_f16_tied_w32",
+           "wmma_i32_16x16x16_iu8_w64", "mfma_f32_16x16x4f16", "mfma_i32_16x16x4i8", "mfma_f32_16x16x1f32"}
+NAMES = [n if n in DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in sorted(jwmma.BUILTINS)]
+BATCH = (2, 3)
+SIX_BIT = (2, 3)  # fmt codes of fp6 / bf6: JAX has no 6-bit type, their values exist on the host only
+PACK = {"a": jwmma.pack_a, "b": jwmma.pack_b, "c": jwmma.pack_c}
+UNPACK = {"a": jwmma.unpack_a, "b": jwmma.unpack_b, "c": jwmma.unpack_c}
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+
+
+def _random_regs(rng, spec, which):
+    op = getattr(spec, which)
+    dt = np.dtype(op.dtype)
+    width = {2: np.uint16, 4: np.uint32}[dt.itemsize]
+    words = rng.integers(0, 1 << (8 * dt.itemsize), BATCH + (spec.lanes, op.n), dtype=np.uint64)
+    return words.astype(width).view(dt)
+
+
+def _cases(name):
+    """(which, keywords of the pack/unpack call, the row's spec) of every variant of a row."""
+    spec = jwmma.BUILTINS[name]
+    for target in spec.targets:
+        fmts = range(5) if spec.scaled else [None]
+        for fmt in fmts:
+            formats = None if fmt is None else (fmt, 0)
+            for which in ("a", "b", "c"):
+                if which == "c" and fmt not in (None, 0) or getattr(spec, which).elem_bits == 64:
+                    continue  # (f64 registers: numpy in both forms, `fragments._unpack_f64`)
+                row = lookup(name, target, None if fmt is None else (formats if which != "b" else (0, fmt)))
+                halves = (0, 1) if (which == "c" and spec.opsel) else (None,)
+                signs = (True, False) if (which != "c" and spec.signed_choice) else (None,)
+                for half in halves:
+                    for signed in signs:
+                        kw = {"target": target}
+                        if fmt is not None and which != "c":
+                            kw["fmt"] = fmt
+                        if half is not None:
+                            kw["opsel"] = half
+                        yield which, kw, signed, row
+
+
+def _compiled_unpack(which, name, regs, kw, signed, row):
+    """The compiled codec: the public call traced inside jit; a 6-bit format's values are made
+    on the host from the compiled program's codes, as the eager call of a device array does."""
+    skw = {} if signed is None else {"signed": signed}
+    if kw.get("fmt") in SIX_BIT:
+        codes = fragments._unpack_words(jax.numpy.asarray(regs), spec=row, which=which, half=0,
+                                        signed=True if signed is None else signed)
+        t = getattr(row, f"{which}_type")
+        return fragments.codes_to_values(t, np.asarray(codes))
+    return jax.jit(lambda r: UNPACK[which](name, r, **kw, **skw))(regs)
+
+
+def _compiled_pack(which, name, values, kw, row):
+    if kw.get("fmt") in SIX_BIT:
+        t = getattr(row, f"{which}_type")
+        return fragments._pack_words(fragments.to_codes(t, values), spec=row, which=which, half=0)
+    return jax.jit(lambda v: PACK[which](name, v, **kw))(values)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_and_compiled_codec_agree(name, rng):
+    for which, kw, signed, row in _cases(name):
+        regs = _random_regs(rng, row, which)
+        skw = {} if signed is None else {"signed": signed}
+        host = UNPACK[which](name, regs, **kw, **skw)
+        compiled = _compiled_unpack(which, name, regs, kw, signed, row)
+        assert np.asarray(host).dtype == np.asarray(compiled).dtype, (which, kw)
+        assert np.asarray(host).shape == np.asarray(compiled).shape, (which, kw)
+        np.testing.assert_array_equal(_bits(host), _bits(compiled), err_msg=f"unpack_{which} {kw} {skw}")
+        values = np.asarray(host)
+        packed = PACK[which](name, values, **kw)
+        want = _compiled_pack(which, name, values, kw, row)
+        assert packed.dtype == want.dtype and packed.shape == want.shape, (which, kw)
+        np.testing.assert_array_equal(_bits(packed), _bits(want), err_msg=f"pack_{which} {kw}")
+
+
+def _compiles(fn):
+    """Programs XLA compiled while ``fn`` ran (JAX's compile log)."""
+    seen = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if "Finished XLA compilation" in record.getMessage():
+                seen.append(record.getMessage())
+
+    log = logging.getLogger("jax")
+    handler, level = Catch(level=logging.DEBUG), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        with jax.log_compiles(True):
+            fn()
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    return seen
+
+
+def test_host_operands_compile_nothing_and_keep_their_device(rng):
+    name = "smfmac_f32_16x16x64_f16"
+    spec = jwmma.BUILTINS[name]
+    a = rng.standard_normal((5, 7) + spec.a_shape).astype(np.float16)  # a batch shape no test uses
+    device = jax.devices("cpu")[-1]
+    on_device = jax.device_put(a, device)
+    got = {}
+
+    def calls():
+        got["regs"] = jwmma.pack_a(name, a)
+        got["committed"] = jwmma.pack_a(name, on_device)
+        got["back"] = jwmma.unpack_a(name, got["committed"])
+
+    assert _compiles(calls) == []
+    assert isinstance(got["regs"], jax.Array) and not got["regs"].committed
+    assert got["committed"].committed and got["committed"].sharding.device_set == {device}
+    assert got["back"].committed and got["back"].sharding.device_set == {device}
+    np.testing.assert_array_equal(_bits(got["back"]), _bits(a))
