@@ -149,7 +149,8 @@ def pack_words(x, spec: BuiltinSpec, which: str, half: int) -> np.ndarray:
     x = np.asarray(x)
     codes = _value_codes(t, x) & np.uint32((1 << op.elem_bits) - 1)
     flat = codes.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
-    lanes = flat[..., _to_lanes(spec, which)].reshape(*x.shape[:-2], spec.lanes, -1)
+    idx = _to_lanes(spec, which)
+    lanes = flat[..., idx].reshape(*x.shape[:-2], spec.lanes, idx.size // spec.lanes)
     if which == "c" and spec.opsel:  # the values in half `half` of every VGPR, zeros in the other
         pair = (lanes, np.zeros_like(lanes)) if half == 0 else (np.zeros_like(lanes), lanes)
         lanes = np.stack(pair, -1).reshape(*lanes.shape[:-1], 2 * lanes.shape[-1])
