@@ -1,4 +1,4 @@
-"""pack_*/unpack_* on host operands (numpy and JAX arrays on the CPU: the numpy codec, no
+"""pack_*/unpack_* (and pack_index/unpack_index) on host operands (numpy and JAX arrays on the CPU: the numpy codec, no
 program compiled) against the same calls traced inside `jax.jit` (the compiled codec), on
 every row, chip, block-scale format, opsel half and signedness, from random register bits
 (every bit pattern: NaN payloads, subnormals, both signs of zero).
@@ -138,9 +138,35 @@ def test_host_operands_compile_nothing_and_keep_their_device(rng):
         got["regs"] = jwmma.pack_a(name, a)
         got["committed"] = jwmma.pack_a(name, on_device)
         got["back"] = jwmma.unpack_a(name, got["committed"])
+        got["idx"] = jwmma.pack_index(name, np.zeros((5, 7) + spec.a_shape, np.int32) + 2)
+        got["pos"] = jwmma.unpack_index(name, got["idx"])
 
     assert _compiles(calls) == []
     assert isinstance(got["regs"], jax.Array) and not got["regs"].committed
     assert got["committed"].committed and got["committed"].sharding.device_set == {device}
     assert got["back"].committed and got["back"].sharding.device_set == {device}
     np.testing.assert_array_equal(_bits(got["back"]), _bits(a))
+    np.testing.assert_array_equal(np.asarray(got["pos"]), 2)
+
+
+SPARSE = [n for n in sorted(jwmma.BUILTINS) if not jwmma.BUILTINS[n].dense]
+DEFAULT_INDEX = {"smfmac_f32_16x16x64_f16", "smfmac_f32_16x16x128_fp8_fp8", "swmmac_i32_16x16x32_iu4_w32",
+                 "smfmac_f32_32x32x64_fp8_fp8", "swmmac_f32_16x16x32_f16_w32"}
+
+
+@pytest.mark.parametrize("name", [n if n in DEFAULT_INDEX else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in SPARSE] + ["mfma_f32_16x16x16f16"])
+def test_host_and_compiled_index_words_agree(name, rng):
+    """pack_index / unpack_index of every index set: random positions and random words."""
+    spec = jwmma.BUILTINS[name]
+    for index_set in range(spec.n_sets):
+        pos = rng.integers(0, 4, BATCH + (spec.m, spec.kc)).astype(np.int32)
+        host = jwmma.pack_index(name, pos, index_set)
+        compiled = jax.jit(lambda p: jwmma.pack_index(name, p, index_set))(pos)
+        assert host.dtype == compiled.dtype == np.int32 and host.shape == compiled.shape
+        np.testing.assert_array_equal(np.asarray(host), np.asarray(compiled), err_msg=f"pack_index set {index_set}")
+        words = rng.integers(0, 1 << 32, BATCH + (spec.lanes,), dtype=np.uint64).astype(np.uint32).view(np.int32)
+        host = jwmma.unpack_index(name, words, index_set)
+        compiled = jax.jit(lambda w: jwmma.unpack_index(name, w, index_set))(words)
+        assert host.dtype == compiled.dtype == np.int32 and host.shape == compiled.shape
+        np.testing.assert_array_equal(np.asarray(host), np.asarray(compiled), err_msg=f"unpack_index set {index_set}")

@@ -28,7 +28,7 @@ from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 from .validation import host_readable
 
-__all__ = ["on_host", "pack_words", "unpack_words"]
+__all__ = ["on_host", "placed_like", "pack_words", "unpack_words", "pack_index_words", "unpack_index_words"]
 
 
 #: the most elements (matrix values or register words) packed or unpacked here. Numpy runs
@@ -182,6 +182,37 @@ def unpack_words(regs, spec: BuiltinSpec, which: str, half: int, signed: bool) -
     flat = codes.reshape(*codes.shape[:-2], codes.shape[-2] * codes.shape[-1])
     mat = flat[..., _to_matrix(spec, which)].reshape(*codes.shape[:-2], *shape)
     return _code_values(t, mat, signed)
+
+
+# ------------------------------------------------------------------------------ index registers
+def pack_index_words(pos, spec: BuiltinSpec, s: int) -> np.ndarray:
+    """`index_registers.index_words` on the host: checked positions (*batch, M, Kc) ints 0..3
+    -> (*batch, lanes) int32 index words, the position of a lane's A element e in bits
+    s+2e+1:s+2e (BUILTINS.md 1 and 5); a dense row's words are zeros."""
+    pos = np.asarray(pos)
+    batch = pos.shape[:-2]
+    if spec.dense:
+        return np.zeros(batch + (spec.lanes,), np.int32)
+    elems = spec.a.elems
+    flat = (pos.astype(np.int32) & 3).astype(np.uint32).reshape(*batch, pos.shape[-2] * pos.shape[-1])
+    lane_pos = flat[..., _to_lanes(spec, "a")].reshape(*batch, spec.lanes, elems)
+    shifts = s + 2 * np.arange(elems)
+    assert shifts.max() < 32, "an index field past bit 31"  # (a table error: every set fits its word)
+    return np.bitwise_or.reduce(lane_pos << shifts.astype(np.uint32), axis=-1).view(np.int32)
+
+
+def unpack_index_words(idx, spec: BuiltinSpec, s: int) -> np.ndarray:
+    """`index_registers.positions` on the host: (*batch, lanes) int32/uint32 index words ->
+    (*batch, M, Kc) int32 positions of the set at bit ``s``; a dense row's are zeros."""
+    idx = np.asarray(idx)
+    batch = idx.shape[:-1]
+    if spec.dense:
+        return np.zeros(batch + (spec.m, spec.kc), np.int32)
+    inv = _to_matrix(spec, "a")  # lane * elems + e of every (row, compressed column)
+    elems = spec.a.elems
+    picked = idx.view(np.uint32)[..., inv // elems]
+    shift = (s + 2 * (inv % elems)).astype(np.uint32)
+    return ((picked >> shift) & np.uint32(3)).astype(np.int32).reshape(*batch, spec.m, spec.kc)
 
 
 # ml_dtypes is imported for its dtypes' registration with numpy (views to fp8/fp6/fp4)
