@@ -170,3 +170,25 @@ def test_host_and_compiled_index_words_agree(name, rng):
         compiled = jax.jit(lambda w: jwmma.unpack_index(name, w, index_set))(words)
         assert host.dtype == compiled.dtype == np.int32 and host.shape == compiled.shape
         np.testing.assert_array_equal(np.asarray(host), np.asarray(compiled), err_msg=f"unpack_index set {index_set}")
+
+
+def test_a_repeated_shape_tiers_up_to_the_compiled_program(rng, monkeypatch):
+    """After `effort.TIER_UP_CALLS` host calls of one shape, the next compiles the program
+    (a loop of large packs runs at the compiled speed); the bits stay the same. The test run
+    sets the count out of reach (conftest.py), so it is set here."""
+    from jwmma.engine import effort
+
+    monkeypatch.setattr(effort, "TIER_UP_CALLS", 2)
+    name = "smfmac_f32_16x16x128_fp8_fp8"
+    spec = jwmma.BUILTINS[name]
+    codes = rng.integers(0, 256, (3, 11) + spec.a_shape).astype(np.uint8)  # a batch shape no other test uses
+    a = codes.view(spec.a_format.dtype)
+    runs = []
+    for _ in range(4):
+        got = {}
+        runs.append((_compiles(lambda: got.update(regs=jwmma.pack_a(name, a))), np.asarray(got["regs"])))
+    assert [len(c) for c, _ in runs[:2]] == [0, 0]
+    assert len(runs[2][0]) == 1 and "_pack_words" in runs[2][0][0]
+    assert runs[3][0] == []  # the program is in use now
+    for _, regs in runs[1:]:
+        np.testing.assert_array_equal(regs.view(np.uint32), runs[0][1].view(np.uint32))

@@ -78,7 +78,7 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
     x = as_array(x, what)
     placed = x  # where a host-packed result goes (`host_codec.placed_like`)
     host = host_codec.on_host(x)
-    if host:  # packed in numpy: no program to compile (`host_codec`)
+    if host:  # read once; packed in numpy unless this shape's program is in use (`host_codec`)
         x = np.asarray(x)
     spec = _fmt(spec, which, fmt, x if which != "c" else None)
     op, layout, shape, t = _parts(spec, which)
@@ -93,7 +93,7 @@ def _pack(name: str, which: str, x, check: bool = False, target: str | None = No
         with x64_scope():
             return codes_to_regs(op, matrix_to_lanes(layout, to_codes(t, x)))
     x = check_value_input(t, x, what, check=check)
-    if host:
+    if host and host_codec.on_host(x, ("pack", spec, which, half, x.shape, x.dtype)):
         return host_codec.placed_like(placed, host_codec.pack_words(x, spec, which, half))
     if _on_host(t):
         x = to_codes(t, x)
@@ -128,15 +128,16 @@ def _unpack(name: str, which: str, regs, signed: bool, target: str | None = None
     half = _opsel_kw(spec, which, opsel)
     op, layout, shape, t = _parts(spec, which)
     regs = check_regs(spec, op, regs, which)
-    if op.elem_bits != 64 and host_codec.on_host(regs):  # unpacked in numpy: no program to compile
-        out = host_codec.unpack_words(regs, spec, which, half, check_bool_kw(signed, "signed"))
+    signed = check_bool_kw(signed, "signed")
+    key = ("unpack", spec, which, half, signed, regs.shape, regs.dtype)
+    if op.elem_bits != 64 and host_codec.on_host(regs, key):  # unpacked in numpy: no program to compile
+        out = host_codec.unpack_words(regs, spec, which, half, signed)
         if spec.blocks > 1:
             out = out.reshape(*out.shape[:-2], spec.blocks, shape[0] // spec.blocks, shape[1])
         return out if _on_host(t) else host_codec.placed_like(regs, out)
     if op.elem_bits == 64:
         out = _unpack_f64(spec, op, layout, shape, regs, t)
     else:
-        signed = check_bool_kw(signed, "signed")
         out = _unpack_words(regs, spec=spec, which=which, half=half, signed=signed)
         if _on_host(t):
             out = codes_to_values(t, out, signed)

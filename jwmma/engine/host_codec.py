@@ -17,6 +17,8 @@ against each other on every row.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 import jax
 import ml_dtypes
@@ -26,6 +28,7 @@ from ..isa import layouts
 from ..isa.records import Operand
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
+from . import effort
 from .validation import host_readable
 
 __all__ = ["on_host", "placed_like", "pack_words", "unpack_words", "pack_index_words", "unpack_index_words"]
@@ -37,11 +40,28 @@ __all__ = ["on_host", "placed_like", "pack_words", "unpack_words", "pack_index_w
 #: elements 39 ms against 2.4 ms): up to 2**20 elements a call costs at most a few compiles' time
 HOST_MAX_ELEMENTS = 1 << 20
 
+_MAX_KEYS = 4096
+_calls: OrderedDict = OrderedDict()  # codec call key -> host calls so far (the most recent _MAX_KEYS)
+_lock = threading.Lock()
 
-def on_host(x) -> bool:
+
+def on_host(x, key=None) -> bool:
     """Whether ``x`` is packed or unpacked here: a numpy array, or a concrete JAX array on one
-    CPU device (numpy reads it in place), of at most `HOST_MAX_ELEMENTS` elements."""
-    return (isinstance(x, np.ndarray) or host_readable(x)) and x.size <= HOST_MAX_ELEMENTS
+    CPU device (numpy reads it in place), of at most `HOST_MAX_ELEMENTS` elements; and, with
+    ``key`` (what names the compiled program: row, operand, shape, dtype), only for the first
+    `effort.TIER_UP_CALLS` calls of that key. Later calls of a shape take the compiled program,
+    so that a codec call repeated in a loop runs at the compiled speed (tiering, as
+    `effort.settle` tiers the builtins' programs up)."""
+    if not ((isinstance(x, np.ndarray) or host_readable(x)) and x.size <= HOST_MAX_ELEMENTS):
+        return False
+    if key is None:
+        return True
+    with _lock:
+        n = _calls.pop(key, 0) + 1
+        _calls[key] = n
+        while len(_calls) > _MAX_KEYS:
+            _calls.popitem(last=False)
+    return n <= effort.TIER_UP_CALLS
 
 
 def placed_like(x, out: np.ndarray):

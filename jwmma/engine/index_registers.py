@@ -57,7 +57,7 @@ def pack_index(name: str, pos, index_set: int = 0, *, check: bool = False) -> jn
     if not jnp.issubdtype(pos.dtype, jnp.integer):
         raise TypeError(f"pos must hold integers 0..3, got {pos.dtype}")
     check_values(pos, 0, 3, "pos", check)
-    if host_codec.on_host(pos):  # packed in numpy: no program to compile
+    if host_codec.on_host(pos, ("pack_index", spec, s, pos.shape, pos.dtype)):  # numpy: nothing to compile
         return host_codec.placed_like(pos, host_codec.pack_index_words(pos, spec, s))
     return _pack_words(pos, spec=spec, s=s)
 
@@ -92,7 +92,7 @@ def unpack_index(name: str, idx, index_set: int = 0) -> jnp.ndarray:
     spec = lookup(name)
     s = spec.index_offset(_index_set(spec, index_set))
     idx = check_index(spec, idx, "idx")
-    if host_codec.on_host(idx):  # unpacked in numpy: no program to compile
+    if host_codec.on_host(idx, ("unpack_index", spec, s, idx.shape, idx.dtype)):  # numpy: nothing to compile
         return host_codec.placed_like(idx, host_codec.unpack_index_words(idx, spec, s))
     return _unpack_words(idx, spec=spec, s=s)
 
