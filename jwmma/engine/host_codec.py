@@ -1,13 +1,15 @@
-"""The fragment codec of A, B and C on the host, in numpy (API.md section 3; BUILTINS.md
-section 1): what `fragments._pack_words` / `_unpack_words` compute, for operands already in
-host memory (numpy arrays, and JAX arrays on one CPU device).
+"""The fragment codec on the host, in numpy (API.md section 3; BUILTINS.md sections 1 and 5):
+what `fragments._pack_words` / `_unpack_words` (A, B, C) and `index_registers.index_words` /
+`positions` (the index words) compute, for operands already in host memory (numpy arrays,
+and JAX arrays on one CPU device).
 
 Why a second form: packing and unpacking only move bits, and numpy moves them without
 compiling anything. As XLA programs, each builtin, operand and batch shape compiled a program
 of its own on first use (about 0.04 CPU s each; 1114 of the 5142 programs the test suite
 compiled, and about 2 s of a cold `jwmma demo`). Traced operands (a user's jit, vmap or grad)
 and arrays on other devices keep the compiled form, so a GPU array never makes a round trip
-through the host.
+through the host; so do a shape's calls after its first few (`on_host`: numpy is the slower
+once the program exists).
 
 The two forms compute the same bits: the layouts are the table's (`layouts.inverse` and the
 flat gathers of `registers.permute`), the word packing is BUILTINS.md 1's little-endian
@@ -21,7 +23,6 @@ import threading
 from collections import OrderedDict
 
 import jax
-import ml_dtypes
 import numpy as np
 
 from ..isa import layouts
@@ -234,6 +235,3 @@ def unpack_index_words(idx, spec: BuiltinSpec, s: int) -> np.ndarray:
     shift = (s + 2 * (inv % elems)).astype(np.uint32)
     return ((picked >> shift) & np.uint32(3)).astype(np.int32).reshape(*batch, spec.m, spec.kc)
 
-
-# ml_dtypes is imported for its dtypes' registration with numpy (views to fp8/fp6/fp4)
-_ = ml_dtypes
