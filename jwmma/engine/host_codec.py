@@ -234,4 +234,3 @@ def unpack_index_words(idx, spec: BuiltinSpec, s: int) -> np.ndarray:
     picked = idx.view(np.uint32)[..., inv // elems]
     shift = (s + 2 * (inv % elems)).astype(np.uint32)
     return ((picked >> shift) & np.uint32(3)).astype(np.int32).reshape(*batch, spec.m, spec.kc)
-
