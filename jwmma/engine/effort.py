@@ -37,7 +37,8 @@ import numpy as np
 
 from ..keywords import strict_keywords
 
-__all__ = ["enable_compilation_cache", "EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "shapes_key", "compiler_options",
+__all__ = ["enable_compilation_cache", "EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "count_call",
+           "shapes_key", "compiler_options",
            "effort_jit"]
 
 EFFORTS = ("auto", "fast", "full")
@@ -75,13 +76,20 @@ def settle(options, products: int, model=None, key=None):
     weight = getattr(model, "compile_weight", 1)
     fast = products * weight <= FAST_PRODUCTS
     if fast and key is not None:
-        with _lock:
-            n = _calls.pop(key, 0) + 1
-            _calls[key] = n
-            while len(_calls) > _MAX_KEYS:
-                _calls.popitem(last=False)
-        fast = n <= TIER_UP_CALLS
+        fast = count_call(key) <= TIER_UP_CALLS
     return _with_effort(options, "fast" if fast else "full")
+
+
+def count_call(key) -> int:
+    """This call's number among the calls of ``key`` (1 for the first), counted over the most
+    recent `_MAX_KEYS` keys: what tiering decides on (`settle`, and the host codec's
+    `jwmma.engine.host_codec.on_host`)."""
+    with _lock:
+        n = _calls.pop(key, 0) + 1
+        _calls[key] = n
+        while len(_calls) > _MAX_KEYS:
+            _calls.popitem(last=False)
+    return n
 
 
 @functools.lru_cache(maxsize=1024)

@@ -19,8 +19,6 @@ against each other on every row.
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 
 import jax
 import numpy as np
@@ -30,6 +28,7 @@ from ..isa.records import Operand
 from ..isa.table import BuiltinSpec
 from ..isa.types import element_type
 from . import effort
+from .registers import element_fields, flat_positions
 from .validation import host_readable
 
 __all__ = ["on_host", "placed_like", "pack_words", "unpack_words", "pack_index_words", "unpack_index_words"]
@@ -41,10 +40,6 @@ __all__ = ["on_host", "placed_like", "pack_words", "unpack_words", "pack_index_w
 #: elements 39 ms against 2.4 ms): up to 2**20 elements a call costs at most a few compiles' time
 HOST_MAX_ELEMENTS = 1 << 20
 
-_MAX_KEYS = 4096
-_calls: OrderedDict = OrderedDict()  # codec call key -> host calls so far (the most recent _MAX_KEYS)
-_lock = threading.Lock()
-
 
 def on_host(x, key=None) -> bool:
     """Whether ``x`` is packed or unpacked here: a numpy array, or a concrete JAX array on one
@@ -55,14 +50,7 @@ def on_host(x, key=None) -> bool:
     `effort.settle` tiers the builtins' programs up)."""
     if not ((isinstance(x, np.ndarray) or host_readable(x)) and x.size <= HOST_MAX_ELEMENTS):
         return False
-    if key is None:
-        return True
-    with _lock:
-        n = _calls.pop(key, 0) + 1
-        _calls[key] = n
-        while len(_calls) > _MAX_KEYS:
-            _calls.popitem(last=False)
-    return n <= effort.TIER_UP_CALLS
+    return key is None or effort.count_call(("host codec", *key)) <= effort.TIER_UP_CALLS
 
 
 def placed_like(x, out: np.ndarray):
@@ -78,7 +66,7 @@ def placed_like(x, out: np.ndarray):
 def _to_lanes(spec: BuiltinSpec, which: str) -> np.ndarray:
     """Flat matrix index of every (lane, slot) of operand ``which`` (lanes * slots,)."""
     layout, shape = _layout(spec, which)
-    return (layout[..., 0].astype(np.int64) * shape[1] + layout[..., 1]).reshape(-1)
+    return flat_positions(layout, shape[1])
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,12 +83,6 @@ def _layout(spec: BuiltinSpec, which: str):
 
 
 # ------------------------------------------------------------------------------ codes <-> words
-def _fields(op: Operand):
-    """(word, bit offset) of every element of a bit-string operand (6-bit elements)."""
-    start = np.arange(op.elems) * op.elem_bits
-    return start // 32, start % 32
-
-
 def _codes_to_words(op: Operand, codes: np.ndarray) -> np.ndarray:
     """(..., elems) uint32 codes (masked to the element width) -> (..., n) uint32 words:
     elements little-endian from bit 0 (uint32 shifts keep a word's low 32 bits; a 6-bit field
@@ -108,7 +90,7 @@ def _codes_to_words(op: Operand, codes: np.ndarray) -> np.ndarray:
     if op.elem_bits == 32:
         return codes
     words = np.zeros(codes.shape[:-1] + (op.n,), np.uint32)
-    w0, off = _fields(op)
+    w0, off = element_fields(op)
     for e in range(op.elems):  # at most 32 elements a lane: a short static loop
         words[..., w0[e]] |= codes[..., e] << np.uint32(off[e])
         if off[e] + op.elem_bits > 32:
@@ -120,7 +102,7 @@ def _words_to_codes(op: Operand, words: np.ndarray) -> np.ndarray:
     """Inverse of `_codes_to_words`: (..., n) uint32 words -> (..., elems) uint32 codes."""
     if op.elem_bits == 32:
         return words
-    w0, off = _fields(op)
+    w0, off = element_fields(op)
     nxt = np.minimum(w0 + 1, op.n - 1)
     lo = words[..., w0] >> off.astype(np.uint32)
     spill = off + op.elem_bits > 32

@@ -61,7 +61,7 @@ def regs_to_codes(op: Operand, regs) -> jnp.ndarray:
     return codes.reshape(*words.shape[:-1], words.shape[-1] * per)[..., : op.elems]
 
 
-def _fields(op: Operand):
+def element_fields(op: Operand):
     """(word, bit offset) of every element of a bit-string operand (element e at bits
     w*e .. w*e + w - 1 of the words taken little-endian, BUILTINS_DENSE.md 5.2)."""
     start = np.arange(op.elems) * op.elem_bits
@@ -69,7 +69,7 @@ def _fields(op: Operand):
 
 
 def _string_to_codes(op: Operand, words):
-    w0, off = _fields(op)
+    w0, off = element_fields(op)
     nxt = np.minimum(w0 + 1, op.n - 1)
     lo = words[..., w0] >> off.astype(np.uint32)
     spill = off + op.elem_bits > 32  # the field continues in the next word
@@ -79,7 +79,7 @@ def _string_to_codes(op: Operand, words):
 
 def _codes_to_string(op: Operand, codes):
     """Inverse of `_string_to_codes`: (..., elems) codes -> (..., n) uint32 words."""
-    w0, off = _fields(op)
+    w0, off = element_fields(op)
     codes = (codes.astype(jnp.int32) & ((1 << op.elem_bits) - 1)).astype(jnp.uint32)
     words = []
     for j in range(op.n):
@@ -185,10 +185,15 @@ def lanes_to_matrix(layout: np.ndarray, shape, lane_vals, gather: bool = False) 
     return permute(flat, inv.reshape(-1), gather).reshape(*lane_vals.shape[:-2], *shape)
 
 
+def flat_positions(layout: np.ndarray, cols: int) -> np.ndarray:
+    """Row-major flat matrix index (int64) of every (lane, element) of ``layout``, lane-major:
+    the source of each register slot in a matrix of ``cols`` columns."""
+    return (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
+
+
 def matrix_to_lanes(layout: np.ndarray, mat, gather: bool = False) -> jnp.ndarray:
     """(*batch, R, C) -> (*batch, lanes, n): element [L, e] = mat[layout[L, e]]; ``gather``: as
     `permute`'s."""
-    cols = mat.shape[-1]
-    flat_idx = (layout[..., 0].astype(np.int64) * cols + layout[..., 1]).reshape(-1)
+    flat_idx = flat_positions(layout, mat.shape[-1])
     flat = mat.reshape(*mat.shape[:-2], mat.shape[-2] * mat.shape[-1])
     return permute(flat, flat_idx, gather).reshape(*mat.shape[:-2], *layout.shape[:2])
