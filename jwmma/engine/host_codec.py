@@ -5,7 +5,7 @@ and JAX arrays on one CPU device).
 
 Why a second form: packing and unpacking only move bits, and numpy moves them without
 compiling anything. As XLA programs, each builtin, operand and batch shape compiled a program
-of its own on first use (about 0.04 CPU s each; 1114 of the 5142 programs the test suite
+of its own on first use (about 0.04 CPU s each; 557 of the 2571 programs the test suite
 compiled, and about 2 s of a cold `jwmma demo`). Traced operands (a user's jit, vmap or grad)
 and arrays on other devices keep the compiled form, so a GPU array never makes a round trip
 through the host; so do a shape's calls after its first few (`on_host`: numpy is the slower
