@@ -1,6 +1,7 @@
 """The fused-group model's two implementations of truncating alignment give the same bits:
 integer shifts of the significand product, and (for f32-exact products: fp8, bf8, f16) a
 multiply of the f32 product by 2**(F - E_T) with a conversion toward zero."""
+import jax
 import ml_dtypes
 import numpy as np
 import pytest
@@ -87,11 +88,14 @@ def test_matrix_product_group_sums_are_used_and_fall_back():
     a = rng.standard_normal((16, 64)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((128, 16)).astype(ml_dtypes.float8_e4m3fn)
     model = jwmma.models.CDNA3()
+    @jax.jit  # one program (eagerly, each operation compiled one of its own: 85 of them)
+    def all_pass(a_codes, b_codes):
+        af, bf = formats.decode(formats.FP8, a_codes), formats.decode(formats.FP8, b_codes)
+        return fused_dots.group_sums(model, ctx, af, pos, bf)[2].all()
+
     with x64_scope():
         def ok(a, b):
-            af = formats.decode(formats.FP8, np.asarray(a).view(np.uint8).astype(np.int32))
-            bf = formats.decode(formats.FP8, np.asarray(b).view(np.uint8).astype(np.int32))
-            return bool(fused_dots.group_sums(model, ctx, af, pos, bf)[2].all())
+            return bool(all_pass(*(np.asarray(x).view(np.uint8).astype(np.int32) for x in (a, b))))
         assert fused_dots.applies(model, ctx, (16, 64), (128, 16))
         assert ok(a, b)
         # row 3: compressed 0 (dense k 0) and 2 (dense k 4) are in the same half; with B row 0
