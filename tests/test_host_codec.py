@@ -5,7 +5,8 @@ every row, chip, block-scale format, opsel half and signedness, from random regi
 
 `test_fragments.py` checks the host form against a scalar packing written from BUILTINS.md
 section 1; this file ties the compiled form to it. It also checks that a host pack or unpack
-compiles nothing and keeps a committed array's device.
+compiles nothing and keeps a committed array's device, and the block-scaled rows' scale
+registers (pack_scale / unpack_scale) in both forms.
 """
 from __future__ import annotations
 
@@ -172,6 +173,33 @@ def test_host_and_compiled_index_words_agree(name, rng):
         compiled = jax.jit(lambda w: jwmma.unpack_index(name, w, index_set))(words)
         assert host.dtype == compiled.dtype == np.int32 and host.shape == compiled.shape
         np.testing.assert_array_equal(np.asarray(host), np.asarray(compiled), err_msg=f"unpack_index set {index_set}")
+
+
+SCALED = [n for n in sorted(jwmma.BUILTINS) if jwmma.BUILTINS[n].scaled]
+
+
+@pytest.mark.parametrize("name", SCALED)
+def test_host_and_compiled_scale_registers_agree(name, rng):
+    """pack_scale / unpack_scale of both operands at every opsel byte: random E8M0 codes and
+    random words; a host call compiles nothing."""
+    spec = jwmma.BUILTINS[name]
+    nb = spec.k // 32
+    for which, shape in (("a", (spec.m, nb)), ("b", (nb, spec.n))):
+        for opsel in range(4):
+            codes = rng.integers(0, 256, BATCH + shape).astype(np.uint8)
+            words = rng.integers(0, 1 << 32, BATCH + (spec.lanes,), dtype=np.uint64).astype(np.uint32).view(np.int32)
+            got = {}
+
+            def calls():
+                got["pack"] = jwmma.pack_scale(name, codes, which, opsel=opsel)
+                got["unpack"] = jwmma.unpack_scale(name, words, which, opsel=opsel)
+
+            assert _compiles(calls) == []
+            packed = jax.jit(lambda x: jwmma.pack_scale(name, x, which, opsel=opsel))(codes)
+            unpacked = jax.jit(lambda w: jwmma.unpack_scale(name, w, which, opsel=opsel))(words)
+            for what, host, compiled in (("pack", got["pack"], packed), ("unpack", got["unpack"], unpacked)):
+                assert host.dtype == compiled.dtype and host.shape == compiled.shape, (what, which, opsel)
+                np.testing.assert_array_equal(np.asarray(host), np.asarray(compiled), err_msg=f"{what} {which} {opsel}")
 
 
 def test_a_repeated_shape_tiers_up_to_the_compiled_program(rng, monkeypatch):

@@ -18,6 +18,7 @@ from ..isa.table import SCALE_FORMATS, BuiltinSpec, lookup
 from ..isa.types import element_type
 from ..keywords import strict_keywords
 from .element_codes import storage_bits
+from .host_codec import on_host, placed_like
 from .registers import permute
 from .validation import as_array, check_last_dims, check_static_int, check_values
 
@@ -136,12 +137,22 @@ def pack_scale(name: str, scales, which: str = "a", *, opsel: int = 0) -> jnp.nd
     form = "(*batch, M, K/32)" if which == "a" else "(*batch, K/32, N)"
     x = as_array(scales, "scales")
     check_last_dims(x, shape, "scales", form)
-    codes = jnp.asarray(scale_codes(x, "scales"))
+    # host operands in numpy (`host_codec`: each eager JAX operation below compiled a program
+    # per new shape); traced ones and device arrays as JAX operations
+    host = on_host(x)
+    xp = np if host else jnp
+    codes = scale_codes(np.asarray(x) if host else x, "scales")
+    codes = codes if host else jnp.asarray(codes)
     if which == "b":
-        codes = jnp.swapaxes(codes, -1, -2)  # (*batch, N, K/32): like A's rows
+        codes = xp.swapaxes(codes, -1, -2)  # (*batch, N, K/32): like A's rows
     lanes = layouts.scale_lanes(codes.shape[-2], spec.k, spec.scale_block)
+    words = codes.reshape(*codes.shape[:-2], -1).astype(xp.uint32)
+    if host:
+        flat = np.zeros((*codes.shape[:-2], spec.lanes), np.uint32)
+        flat[..., lanes.reshape(-1)] = words << np.uint32(8 * opsel)
+        return placed_like(x, flat.view(np.int32))
     flat = jnp.zeros((*codes.shape[:-2], spec.lanes), jnp.uint32)
-    flat = flat.at[..., lanes.reshape(-1)].set(codes.reshape(*codes.shape[:-2], -1).astype(jnp.uint32) << (8 * opsel))
+    flat = flat.at[..., lanes.reshape(-1)].set(words << (8 * opsel))
     return lax.bitcast_convert_type(flat, jnp.int32)
 
 
@@ -150,7 +161,12 @@ def unpack_scale(name: str, regs, which: str = "a", *, opsel: int = 0) -> jnp.nd
     """Inverse of `pack_scale`: (*batch, 64) scale registers -> A's (*batch, M, K/32) or B's
     (*batch, K/32, N) E8M0 codes (uint8) read from byte ``opsel``."""
     spec, opsel = _scale_call(name, which, opsel)
+    given = regs
     regs = check_scale_register(spec, regs, "regs")
     lanes = layouts.scale_lanes(spec.m, spec.k, spec.scale_block)
+    if on_host(regs):  # numpy, as `pack_scale`
+        words = np.asarray(regs).view(np.uint32)
+        out = ((words >> np.uint32(8 * opsel)) & np.uint32(0xFF))[..., lanes]
+        return placed_like(given, (out if which == "a" else np.swapaxes(out, -1, -2)).astype(np.uint8))
     out = _scale_bytes(regs, opsel)[..., lanes]
     return (out if which == "a" else jnp.swapaxes(out, -1, -2)).astype(jnp.uint8)
