@@ -7,6 +7,8 @@ seconds (all threads) of each call on a new shape, after a JAX warm-up, in one p
 Each line is one call: ``pack_a``, ``pack_b``, ``pack_c``, ``unpack_c``, ``unpack_a``, then
 ``prune_2_4``, ``compress_2_4`` and ``decompress_2_4`` of a (64, 512) matrix of the builtin's
 A type, and the same eight again on new shapes (a notebook that changes a shape pays that).
+For a block-scaled builtin (``--builtin mfma_scale_f32_16x16x128_f8f6f4``) ``pack_scale`` and
+``unpack_scale`` of A's and B's scale registers follow in each round.
 """
 from __future__ import annotations
 
@@ -54,6 +56,12 @@ def main() -> None:
         p = _timed("prune_2_4" + round_, lambda: jwmma.prune_2_4(x))
         v, pos = _timed("compress_2_4" + round_, lambda: jwmma.compress_2_4(p))
         _timed("decompress_2_4" + round_, lambda: jwmma.decompress_2_4(v, pos))
+        if spec.scaled:
+            nb = spec.k // 32
+            for which, shape in (("a", (waves, spec.m, nb)), ("b", (waves, nb, spec.n))):
+                e8m0 = rng.integers(120, 135, shape).astype(np.uint8)
+                regs = _timed(f"pack_scale {which}" + round_, lambda: jwmma.pack_scale(name, e8m0, which))
+                _timed(f"unpack_scale {which}" + round_, lambda: jwmma.unpack_scale(name, regs, which))
 
 
 if __name__ == "__main__":
