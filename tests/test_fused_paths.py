@@ -88,6 +88,7 @@ def test_matrix_product_group_sums_are_used_and_fall_back():
     a = rng.standard_normal((16, 64)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((128, 16)).astype(ml_dtypes.float8_e4m3fn)
     model = jwmma.models.CDNA3()
+
     @jax.jit  # one program (eagerly, each operation compiled one of its own: 85 of them)
     def all_pass(a_codes, b_codes):
         af, bf = formats.decode(formats.FP8, a_codes), formats.decode(formats.FP8, b_codes)

@@ -140,19 +140,16 @@ def pack_scale(name: str, scales, which: str = "a", *, opsel: int = 0) -> jnp.nd
     # host operands in numpy (`host_codec`: each eager JAX operation below compiled a program
     # per new shape); traced ones and device arrays as JAX operations
     host = on_host(x)
-    xp = np if host else jnp
-    codes = scale_codes(np.asarray(x) if host else x, "scales")
-    codes = codes if host else jnp.asarray(codes)
+    codes = scale_codes(np.asarray(x), "scales") if host else jnp.asarray(scale_codes(x, "scales"))
     if which == "b":
-        codes = xp.swapaxes(codes, -1, -2)  # (*batch, N, K/32): like A's rows
-    lanes = layouts.scale_lanes(codes.shape[-2], spec.k, spec.scale_block)
-    words = codes.reshape(*codes.shape[:-2], -1).astype(xp.uint32)
+        codes = codes.swapaxes(-1, -2)  # (*batch, N, K/32): like A's rows
+    lanes = layouts.scale_lanes(codes.shape[-2], spec.k, spec.scale_block).reshape(-1)
+    words = codes.reshape(*codes.shape[:-2], -1).astype(np.uint32) << np.uint32(8 * opsel)
     if host:
         flat = np.zeros((*codes.shape[:-2], spec.lanes), np.uint32)
-        flat[..., lanes.reshape(-1)] = words << np.uint32(8 * opsel)
+        flat[..., lanes] = words
         return placed_like(x, flat.view(np.int32))
-    flat = jnp.zeros((*codes.shape[:-2], spec.lanes), jnp.uint32)
-    flat = flat.at[..., lanes.reshape(-1)].set(words << (8 * opsel))
+    flat = jnp.zeros((*codes.shape[:-2], spec.lanes), jnp.uint32).at[..., lanes].set(words)
     return lax.bitcast_convert_type(flat, jnp.int32)
 
 
