@@ -19,7 +19,8 @@ import argparse
 import json
 import os
 import subprocess
-import sys
+
+from children import child_command  # this folder's: the child imports the jwmma this process would
 
 #: gemm:<kind> -> row of `rows.ROWS` (this folder's shared rows)
 GEMMS = {
@@ -68,8 +69,7 @@ def run_row(row: str, waves: int, size: int, env=None) -> dict:
     """One row in a new process; its JSON line as a dict (or an ``error`` entry)."""
     code = f"GEMMS = {GEMMS!r}\n" + _CHILD
     here = os.path.dirname(os.path.abspath(__file__))
-    p = subprocess.run([sys.executable, "-c", code, row, str(waves), str(size), here], capture_output=True, text=True,
-                       env=env)
+    p = subprocess.run(child_command(code, row, str(waves), str(size), here), capture_output=True, text=True, env=env)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode or not lines:
         return dict(row=row, error=(p.stderr.strip().splitlines() or ["?"])[-1][:300])

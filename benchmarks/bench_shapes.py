@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
+
+from children import child_command  # this folder's: the child imports the jwmma this process would
 
 _CHILD = r'''
 import json, sys, time
@@ -62,7 +63,7 @@ def main():
     args = ap.parse_args()
     results = {}
     for sweep in args.sweeps:
-        run = subprocess.run([sys.executable, "-c", _CHILD, sweep, "1" if args.own_shapes else "0"],
+        run = subprocess.run(child_command(_CHILD, sweep, "1" if args.own_shapes else "0"),
                              capture_output=True, text=True, check=True)
         rows = json.loads(run.stdout.strip().splitlines()[-1])
         results[sweep] = rows
