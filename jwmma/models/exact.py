@@ -64,17 +64,29 @@ def _plan(ctx: Context, k: int):
     return dict(w=w, nw=nw, nb=nb, t=t, g0=g0, nl=nl, emin=emin, mab=mab)
 
 
-def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int):
+def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int, loop: bool = False):
     """Bits of RN(sum_k p_k + C) in ``ctx.c`` for finite products.
 
     p_f64 (..., K, N): exact float64 products (0 where absent); p_exp: MMA-Sim exponent sums
     (the band key); p_sign: product signs (for the sign of an exact zero); c_fields: decoded
-    finite accumulator. Returns (bits, is_zero)."""
+    finite accumulator; loop: the band sums one `lax.fori_loop` (one traced copy, the
+    'fast' compile effort's programs) rather than one reduction per band (XLA fuses those
+    better). Same values: each band sum is exact in any order. Returns (bits, is_zero)."""
     g = _plan(ctx, k)
     w, nb = g["w"], g["nb"]
+    if nb == 1:
+        return band_sums_bits(p_f64.sum(axis=-2)[None], c_fields, ctx, k)
     band = jnp.clip((p_exp - g["emin"]) // w, 0, nb - 1)
+    out = jnp.broadcast_shapes(band.shape, p_f64.shape)
+    out = out[:-2] + out[-1:]
     # exact: a band's terms share a grid and fit 53 bits
-    sums = [(p_f64 if nb == 1 else jnp.where(band == j, p_f64, 0.0)).sum(axis=-2) for j in range(nb)]
+    if loop:
+        def one(j, sums):
+            return lax.dynamic_update_index_in_dim(sums, jnp.where(band == j, p_f64, 0.0).sum(axis=-2), j, 0)
+
+        sums = lax.fori_loop(0, nb, one, jnp.zeros((nb, *out), p_f64.dtype))
+    else:
+        sums = jnp.stack([jnp.broadcast_to(jnp.where(band == j, p_f64, 0.0).sum(axis=-2), out) for j in range(nb)])
     return band_sums_bits(sums, c_fields, ctx, k)
 
 
@@ -157,19 +169,21 @@ def one_band(ctx: Context, k: int) -> bool:
 
 
 def band_sums_bits(sums, c_fields, ctx: Context, k: int):
-    """Bits of RN(sum_j sums[j] + C) (`exact_sum_bits` after its band sums): ``sums`` are the
-    exact float64 band sums (..., N), band j on the grid 2**(emin - mab + j w) of `_plan`."""
+    """Bits of RN(sum_j sums[j] + C) (`exact_sum_bits` after its band sums): ``sums`` (nb, ...,
+    N) are the exact float64 band sums, band j on the grid 2**(emin - mab + j w) of `_plan`.
+    The limbs are one stacked array throughout: a list of them made a small kernel per limb
+    and band (most of the fusions of a bf16 `exact` program)."""
     fc = ctx.c
     g = _plan(ctx, k)
     w, nw, t, g0, nl = g["w"], g["nw"], g["t"], g["g0"], g["nl"]
-    shape = jnp.broadcast_shapes(sums[0].shape, c_fields.sig.shape)
-    zero = jnp.zeros(shape, jnp.int64)
-    limbs = [zero] * nl
-    for j, s in enumerate(sums):
-        grid = g["emin"] - g["mab"] + j * w
-        limbs[t + j] = limbs[t + j] + (s * pow2_f64(-grid)).astype(jnp.int64)
-    limbs, neg = limbs_plus_c(limbs, c_fields.sign, c_fields.sig, c_fields.exp, fc, g0, w, loop=True)
-    stack = jnp.stack(limbs, axis=-1)  # (..., N, nl), each in [0, 2**w)
+    nb = sums.shape[0]
+    shape = jnp.broadcast_shapes(sums.shape[1:], c_fields.sig.shape)
+    # band j lands on limb t + j: exactly, as an integer (its sum is a multiple of its grid)
+    scale = pow2_f64(-(g["emin"] - g["mab"] + w * jnp.arange(nb, dtype=jnp.int32))).reshape((nb,) + (1,) * len(shape))
+    bands = jnp.broadcast_to(sums * scale, (nb, *shape)).astype(jnp.int64)
+    limbs = jnp.concatenate([jnp.zeros((t, *shape), jnp.int64), bands, jnp.zeros((nl - t - nb, *shape), jnp.int64)])
+    stack, neg = limbs_plus_c(limbs, c_fields.sign, c_fields.sig, c_fields.exp, fc, g0, w, loop=True)
+    stack = jnp.moveaxis(stack, 0, -1)  # (..., N, nl), each in [0, 2**w)
     nz = stack != 0
     idx = jnp.arange(nl)
     h = jnp.max(jnp.where(nz, idx, -1), axis=-1)
@@ -196,20 +210,19 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int, loop: bool = 
 
     Args:
         limbs: a list of int64 arrays (all of one shape), limb q on the grid 2**(g0 + q w)
-            (`band_plan`), with headroom above the sum.
+            (`band_plan`), with headroom above the sum; with ``loop``, one (nl, ...) array.
         c_sign, c_sig, c_exp: C's fields, finite (NaN/Inf given as sig 0):
             C = (-1)**c_sign * c_sig * 2**(c_exp - fc.mbits).
         fc: C's `FloatFormat`; g0, w: the grid of `band_plan`; loop: the limbs as one array,
             carried by `lax.scan` (`_scan_carries`; XLA programs), rather than as a list with
             an unrolled carry chain (the Pallas kernels). Same values.
     Returns:
-        (limbs, neg): the magnitude as limbs in [0, 2**w) on the same grid, and a bool array
-        (True: the sum is negative). Plain jnp operations on a list of arrays, so the Pallas
+        (limbs, neg): the magnitude as limbs in [0, 2**w) on the same grid (a list, or with
+        ``loop`` one (nl, ...) array), and a bool array (True: the sum is negative). Plain jnp operations on a list of arrays, so the Pallas
         kernel of this model (`jwmma.backends.pallas.exact`) runs the same code.
     """
     nl = len(limbs)
     zero = jnp.zeros(limbs[0].shape, jnp.int64)
-    limbs = list(limbs)
     # C = +-csig * 2**(ec - mbits), placed on the limb grid (it spans at most 3 limbs)
     csig = c_sig.astype(jnp.int64)
     off = (c_exp - fc.mbits - g0).astype(jnp.int64)
@@ -230,11 +243,12 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int, loop: bool = 
 
     if loop:  # the limbs as one (nl, ...) array: C placed by broadcasting, carries by a scan
         q = jnp.arange(nl, dtype=jnp.int64).reshape((nl,) + (1,) * li.ndim)
-        stack, carry = _scan_carries(jnp.stack(limbs) + c_part(q), w)
+        stack, carry = _scan_carries(limbs + c_part(q), w)
         neg = carry < 0  # the top carry is the sign: 0 or -1 (there is headroom above the sum)
         stack = stack.at[-1].add(carry << w)
         stack, _ = _scan_carries(jnp.where(neg, -stack, stack), w)
-        return [stack[i] for i in range(nl)], neg
+        return stack, neg
+    limbs = list(limbs)
     for q in range(nl):
         limbs[q] = limbs[q] + c_part(q)
     limbs, carry = _normalize(limbs, w)
@@ -347,7 +361,7 @@ class Exact(Model):
             return tuple(vary_like(jnp.broadcast_to(f.any(-2), out), *like) for f in _product_specials(a_col, b_sel))
 
         clear = tuple(vary_like(jnp.zeros(out, bool), *like) for _ in range(3))
-        return self._sum(a_col, b_sel, c, ctx, lax.cond(specials_possible(ctx, a, b), flags, lambda: clear))
+        return self._sum(a_col, b_sel, c, ctx, lax.cond(specials_possible(ctx, a, b), flags, lambda: clear), loop=True)
 
     def dots_apply(self, ctx: Context, options, a_shape, b_shape) -> bool:
         """Static: the products' sum as one float64 matrix product (`one_band`) when the
@@ -395,7 +409,7 @@ class Exact(Model):
         if group:
             def step(ga, gb, acc):
                 flags = tuple(f.any(-2) for f in _product_specials(ga, gb)) if product_specials else None
-                return self._sum(ga, gb, acc, ctx, flags)
+                return self._sum(ga, gb, acc, ctx, flags, loop=loops(options))
 
             # unrolled: with `few_products_sum_bits` a group's sum is a few dozen operations,
             # and XLA:CPU ran the unrolled groups 1.5-4x faster than a loop (CDNA1 GEMMs
@@ -403,14 +417,15 @@ class Exact(Model):
             # had been the faster, RESULTS.md "programs per new shape")
             return over_groups(a, b, c_bits, group, step, unroll_for(options))
         flags = tuple(f.any(-2) for f in _product_specials(a, b)) if product_specials else None
-        return self._sum(a, b, c_bits, ctx, flags)
+        return self._sum(a, b, c_bits, ctx, flags, loop=loops(options))
 
-    def _sum(self, a, b, c_bits, ctx: Context, flags):
+    def _sum(self, a, b, c_bits, ctx: Context, flags, loop: bool = False):
         """The exact sum of the products and C, rounded once, and the special values.
 
         Args:
             a, b, c_bits, ctx: as `accumulate`; flags: (NaN, +Inf, -Inf) products per output
-                (`product_specials` reduced over K), or None when no operand is NaN/Inf.
+                (`product_specials` reduced over K), or None when no operand is NaN/Inf;
+            loop: the band sums as a loop (`exact_sum_bits`; the 'fast' compile effort).
         Returns:
             (..., N) int32 D bits.
         """
@@ -440,9 +455,9 @@ class Exact(Model):
             e = jnp.broadcast_to(pexp, p_all.shape)
             spread = jnp.max(jnp.where(nz, e, -(1 << 20)), axis=-2) - jnp.min(jnp.where(nz, e, 1 << 20), axis=-2)
             bits, is_zero = lax.cond(jnp.all(spread <= span), lambda: few_products_sum_bits(p_all, cfin, ctx),
-                                     lambda: exact_sum_bits(psign, p, pexp, cfin, ctx, k))
+                                     lambda: exact_sum_bits(psign, p, pexp, cfin, ctx, k, loop))
         else:
-            bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k)
+            bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k, loop)
         all_neg_zero = jnp.all((p == 0) & (psign == 1), axis=-2) & (cf.sig == 0) & (cf.sign == 1) & ~cf.nan & ~cf.inf
         all_neg_zero = all_neg_zero & self.signed_zero
         bits = jnp.where(is_zero, jnp.where(all_neg_zero, 1 << (fc.bits - 1), 0), bits)
