@@ -218,8 +218,9 @@ def limbs_plus_c(limbs, c_sign, c_sig, c_exp, fc, g0: int, w: int, loop: bool = 
             an unrolled carry chain (the Pallas kernels). Same values.
     Returns:
         (limbs, neg): the magnitude as limbs in [0, 2**w) on the same grid (a list, or with
-        ``loop`` one (nl, ...) array), and a bool array (True: the sum is negative). Plain jnp operations on a list of arrays, so the Pallas
-        kernel of this model (`jwmma.backends.pallas.exact`) runs the same code.
+        ``loop`` one (nl, ...) array), and a bool array (True: the sum is negative). Plain jnp
+        operations on a list of arrays, so the Pallas kernel of this model
+        (`jwmma.backends.pallas.exact`) runs the same code.
     """
     nl = len(limbs)
     zero = jnp.zeros(limbs[0].shape, jnp.int64)

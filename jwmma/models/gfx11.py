@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 from jax import lax
 
-from ..numerics.formats import BF16, F16, F32
+from ..numerics.formats import BF16, F16, F32, pack_fields, unpack_fields
 from ..numerics.rounding import round_to_format
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
@@ -117,11 +117,13 @@ class Gfx11Dot2(Model):
 
         def step(ga, gb, acc):
             code, w = next_code(acc[1:])
-            return (self._step(ga, gb, acc[0], code, ctx), *w)
+            return (self._step(unpack_fields(ctx.a, ga), unpack_fields(ctx.b, gb), acc[0], code, ctx), *w)
 
         # a CPU loops at every effort: unrolled at 'full', the eight pairs of a K = 16 builtin
-        # compiled in 4.5 CPU s and ran 4.8x slower (4096 waves 0.33 s, looped 0.069 s)
-        return over_groups(a, b, (c_bits.astype(jnp.int32), *words), 2, step,
+        # compiled in 4.5 CPU s and ran 4.8x slower (4096 waves 0.33 s, looped 0.069 s). The
+        # operands enter the loop as one word per element (`pack_fields`), unpacked in the step:
+        # each field would be an array, and a small kernel, of its own
+        return over_groups(pack_fields(a), pack_fields(b), (c_bits.astype(jnp.int32), *words), 2, step,
                            unroll_for(options, cpu_loops=True))[0]
 
     def _step(self, a, b, c_bits, code, ctx: Context):
