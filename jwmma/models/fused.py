@@ -246,8 +246,9 @@ class FusedGroups(F32FusedModel):
         """Every group's special-value flags (`_flags` reduced over the products of each group
         ``bounds[i] = (lo, hi)``), a tuple of (G, *out) boolean arrays, computed only when
         ``possible`` (a `lax.cond` whose other branch is all clear); ``a_col()`` gives A as a
-        column (`as_column`) and ``b_sel()`` the selected B, so that the clear branch makes neither. ``like``: the operands' arrays,
-        whose varying axes (inside a user's shard_map) both branches take."""
+        column (`as_column`) and ``b_sel()`` the selected B, so that the clear branch makes
+        neither. ``like``: the operands' arrays, whose varying axes (inside a user's shard_map)
+        both branches take."""
         def flags():
             fl = self._flags(a_col(), b_sel(), ctx, float_alignment)
             if all(hi - lo == bounds[0][1] - bounds[0][0] for lo, hi in bounds):  # equal groups: one reduction
