@@ -6,6 +6,8 @@
 #                                              # the whole crosscheck grid against REF (a CPU run
 #                                              #   saved with --save), resumable: run it again;
 #                                              #   FIRST: models whose keys run first ("exact,fma_chain")
+#   benchmarks/gpu_round.sh OUT ref REF        # the grid's CPU reference made on this machine's CPUs
+#                                              #   (JAX_PLATFORMS=cpu, 14 processes): REF for `grid`
 #   benchmarks/gpu_round.sh OUT mosaic REF     # the keys of the families `auto` lowers with Mosaic GPU
 #                                              #   (jwmma.backends.pallas.AUTO_MOSAIC) on Mosaic, against REF
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
@@ -22,7 +24,8 @@
 #
 # OUT is a folder for the reports. The grid's own save file stays in $TMPDIR (default /tmp)
 # between parts: keep it out of any folder the machine receives again, which would replace it.
-# REF is made on a CPU (JAX 0.11 where the GPU runs 0.11), e.g. with 2 processes in ~9 minutes:
+# REF is made on a CPU (JAX 0.11 where the GPU runs 0.11): the `ref` part on the device machine's
+# CPUs, or elsewhere, e.g. with 2 processes in ~9 minutes on a Zen 4 (18.5 on a Zen 1):
 #   python benchmarks/crosscheck.py --save ref.npz --targets --models "$MODELS" \
 #       --paths matrix --backends xla --jobs 2 --quiet
 # with MODELS as below; the GPU runs both paths and both backends and compares each key with
@@ -54,6 +57,12 @@ grid)
         --resume --jobs "${JOBS:-14}" --time-limit "$limit" --quiet --report "$out/grid_report.txt" \
         2> "$out/grid_progress.log"
     echo "crosscheck exit $? (3: time limit reached, run this part again)"
+    ;;
+ref)
+    # the device machine's CPUs run the JAX the GPU runs: the reference in one command, kept in
+    # $TMPDIR (not in a folder the machine receives again) for the `grid` parts that follow
+    JAX_PLATFORMS=cpu $py "$here/crosscheck.py" --save "$3" --targets --models "$MODELS" --paths matrix \
+        --backends xla --jobs "${JOBS:-14}" --quiet 2> "$out/ref_progress.log" | tail -3
     ;;
 mosaic)
     $py "$here/crosscheck.py" --targets --models "exact,fma_chain,fma_chain_k" --backends mosaic --compare "$3" \
