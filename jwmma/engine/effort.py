@@ -45,7 +45,7 @@ EFFORTS = ("auto", "fast", "full")
 #: weighted products of a call up to which 'auto' compiles fast: unoptimised, a product costs
 #: 30-80 ns on a CPU (fp8 cdna3, f16 gfx12_dot4, exact; 2.5-12 ns optimised), so at most ~0.3 s
 #: more run time for 0.3-1.6 s of compiling saved; a model whose products cost more says so
-#: (`jwmma.models.base.Model.compile_weight`: block-scaled MX, 320 ns, weighs 16)
+#: (`jwmma.models.base.Model.compile_weight`; every model weighs 1 now)
 FAST_PRODUCTS = 2**22
 #: XLA compile options of 'fast', per platform (`compiler_options` keeps those the installed XLA accepts)
 FAST_OPTIONS = {"cpu": (("xla_backend_optimization_level", 0),)}
