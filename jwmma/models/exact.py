@@ -69,10 +69,11 @@ def exact_sum_bits(p_sign, p_f64, p_exp, c_fields, ctx: Context, k: int, loop: b
 
     p_f64 (..., K, N): exact float64 products (0 where absent); p_exp: MMA-Sim exponent sums
     (the band key); p_sign: product signs (for the sign of an exact zero); c_fields: decoded
-    finite accumulator; loop: the band sums one `lax.fori_loop` (one traced copy: 'fast'
-    programs and CPUs, `_band_loop`) rather than one reduction per band (which XLA:GPU fuses
-    into few kernels). Same values: each band sum is exact in any order. Returns (bits,
-    is_zero)."""
+    finite accumulator; loop: the band sums one `lax.fori_loop` (one traced copy; `Exact`
+    loops in 'fast' programs and on CPUs, `grouping.loops(options, cpu=True)`: 4096 waves of a
+    bf16 `exact` builtin at 'full' ran as fast and compiled in 0.72x the time, 143 -> 79 fused
+    computations) rather than one reduction per band (which XLA:GPU fuses into few kernels).
+    Same values: each band sum is exact in any order. Returns (bits, is_zero)."""
     g = _plan(ctx, k)
     w, nb = g["w"], g["nb"]
     if nb == 1:
@@ -363,7 +364,8 @@ class Exact(Model):
             return tuple(vary_like(jnp.broadcast_to(f.any(-2), out), *like) for f in _product_specials(a_col, b_sel))
 
         clear = tuple(vary_like(jnp.zeros(out, bool), *like) for _ in range(3))
-        return self._sum(a_col, b_sel, c, ctx, lax.cond(specials_possible(ctx, a, b), flags, lambda: clear), loop=True)
+        return self._sum(a_col, b_sel, c, ctx, lax.cond(specials_possible(ctx, a, b), flags, lambda: clear),
+                         loop=loops(options, cpu=True))
 
     def dots_apply(self, ctx: Context, options, a_shape, b_shape) -> bool:
         """Static: the products' sum as one float64 matrix product (`one_band`) when the
@@ -411,7 +413,7 @@ class Exact(Model):
         if group:
             def step(ga, gb, acc):
                 flags = tuple(f.any(-2) for f in _product_specials(ga, gb)) if product_specials else None
-                return self._sum(ga, gb, acc, ctx, flags, loop=_band_loop(options))
+                return self._sum(ga, gb, acc, ctx, flags, loop=loops(options, cpu=True))
 
             # unrolled: with `few_products_sum_bits` a group's sum is a few dozen operations,
             # and XLA:CPU ran the unrolled groups 1.5-4x faster than a loop (CDNA1 GEMMs
@@ -419,7 +421,7 @@ class Exact(Model):
             # had been the faster, RESULTS.md "programs per new shape")
             return over_groups(a, b, c_bits, group, step, unroll_for(options))
         flags = tuple(f.any(-2) for f in _product_specials(a, b)) if product_specials else None
-        return self._sum(a, b, c_bits, ctx, flags, loop=_band_loop(options))
+        return self._sum(a, b, c_bits, ctx, flags, loop=loops(options, cpu=True))
 
     def _sum(self, a, b, c_bits, ctx: Context, flags, loop: bool = False):
         """The exact sum of the products and C, rounded once, and the special values.
@@ -427,7 +429,7 @@ class Exact(Model):
         Args:
             a, b, c_bits, ctx: as `accumulate`; flags: (NaN, +Inf, -Inf) products per output
                 (`product_specials` reduced over K), or None when no operand is NaN/Inf;
-            loop: the band sums as a loop (`exact_sum_bits`, `_band_loop`).
+            loop: the band sums as a loop (`exact_sum_bits`).
         Returns:
             (..., N) int32 D bits.
         """
@@ -504,11 +506,3 @@ class CDNA1(IEEEAsFMAChain, Exact):
 
 #: the static band/limb geometry, public for the Pallas kernel of this model (jwmma.backends.pallas)
 band_plan = _plan
-
-
-def _band_loop(options) -> bool:
-    """Whether `exact_sum_bits` loops over its bands: at the 'fast' effort, and on a CPU at every
-    effort (4096 waves of a bf16 `exact` builtin at 'full': the same run time, B/A 1.005, and a
-    first call 0.72x: 143 -> 79 fused computations). GPUs keep one reduction per band, which
-    XLA:GPU fuses into few kernels."""
-    return loops(options) or getattr(options, "platform", None) == "cpu"

@@ -30,11 +30,15 @@ def _stack_groups(x, n, g):
     return jax.tree_util.tree_map(f, x)
 
 
-def loops(options) -> bool:
+def loops(options, cpu: bool = False) -> bool:
     """Whether the program should loop over an instruction's groups or steps rather than
     unroll them: under the 'fast' compile effort (a call of little work, where compiling the
-    unrolled copies costs more than their speed saves). Same bits either way."""
-    return options is not None and getattr(options, "compile_effort", None) == "fast"
+    unrolled copies costs more than their speed saves), and with ``cpu`` on a CPU
+    (``options.platform``) at every effort, for the work that XLA:CPU runs as fast or faster
+    as a loop (`unroll_for`'s ``cpu_loops``). Same bits either way."""
+    if options is not None and getattr(options, "compile_effort", None) == "fast":
+        return True
+    return cpu and getattr(options, "platform", None) == "cpu"
 
 
 def unroll_for(options, cpu_loops: bool = False) -> int:
@@ -45,7 +49,7 @@ def unroll_for(options, cpu_loops: bool = False) -> int:
     new shape"; CDNA1's exact groups, once looped too, became cheap enough to unroll). A GPU
     keeps the unrolled groups, which XLA fuses into fewer kernels (a loop forced on an H100 ran
     RDNA3's calls 2.2x slower, CDNA2's the same)."""
-    if loops(options) or (cpu_loops and getattr(options, "platform", None) == "cpu"):
+    if loops(options, cpu=cpu_loops):
         return 1
     return UNROLL
 
