@@ -84,11 +84,10 @@ class BlockScaled(F32FusedModel):
 
     name = "block_scaled"
     scaled = True
-    # unoptimised ('fast'), a product costs 68-75 ns on a 2-core Zen 1 EPYC (64-256 waves), as
-    # other models' do (fp8 cdna3 37, RDNA3 f16 76 ns): the weight of most models. (It weighed
-    # 16 when its products cost 320 ns; at 16, a first call of 64 waves compiled at 'full',
-    # 2.1 CPU s against 1.5 s.)
-    compile_weight = 1
+    # compile_weight: the base class's 1. Unoptimised ('fast'), a product costs 68-75 ns on a
+    # 2-core Zen 1 EPYC (64-256 waves), as other models' do (fp8 cdna3 37, RDNA3 f16 76 ns). (It
+    # weighed 16 when its products cost 320 ns; at 16, a first call of 64 waves compiled at
+    # 'full', 2.1 CPU s against 1.5 s.)
 
     def frac(self, ctx: Context) -> int:
         """F of the fused groups for these formats (``subbyte_frac_bits`` for FP6/BF6/FP4 x
