@@ -111,7 +111,8 @@ def main(argv=None):
     ap.add_argument("--waves", nargs="+", type=int, default=[64])
     args = ap.parse_args(argv)
     pairs = [(r, w) for r in args.rows for w in args.waves]
-    print("#", jax.devices()[0].device_kind, jax.__version__, "jwmma from", os.path.relpath(os.path.dirname(jwmma.__file__)), flush=True)
+    print("#", jax.devices()[0].device_kind, jax.__version__, "jwmma from",
+          os.path.relpath(os.path.dirname(jwmma.__file__)), flush=True)
     if len(pairs) > 1:  # each in a process of its own (the module doc), this script run again
         for r, w in pairs:
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rows", r, "--waves", str(w)],
