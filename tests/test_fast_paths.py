@@ -14,7 +14,7 @@ import pytest
 
 import jwmma
 from jwmma.engine.step import context
-from jwmma.models.exact import one_band
+from jwmma.models.exact_sums import one_band
 
 FP8 = "smfmac_f32_16x16x128_fp8_fp8"
 ON, OFF = jwmma.Options(group_dots=True), jwmma.Options(group_dots=False)

@@ -13,7 +13,7 @@ added error-free (TwoSum), rounded to odd in float64 and once to the destination
 integer rounding (gradual underflow): exactly RN(sum + C).
 
 Slow path (span too wide: f16/bf16 data with exponents far apart): the XLA model's band
-and limb algorithm (`jwmma.models.exact.exact_sum_bits`), rebuilt with static loops and
+and limb algorithm (`jwmma.models.exact_sums.exact_sum_bits`), rebuilt with static loops and
 selects instead of stacks and take_along_axis.
 """
 from __future__ import annotations
@@ -26,7 +26,8 @@ from jax import lax
 
 from ...numerics.formats import BF16, F32
 from ...models.base import Context
-from ...models.exact import Exact, band_plan, limbs_plus_c
+from ...models.exact import Exact
+from ...models.exact_sums import band_plan, limbs_plus_c
 from ...numerics.rounding import fields_to_f64, pow2_f64
 
 from . import kernel_lib as kl
