@@ -2,6 +2,7 @@
 trace -> top device events).
 
     python benchmarks/profile_gpu.py --size 2048 --config fp8:cdna3 --out DIR
+    python benchmarks/profile_gpu.py --size 8192 --row mfma_fp8_cdna3   # any bench_rows.py row
     python benchmarks/profile_gpu.py --call wmma_f32_16x16x16_f16_w32: --waves 65536   # a call, eager
     python benchmarks/profile_gpu.py --call f16:gfx12_dot4 --jit     # the same inside a user's jax.jit
 
@@ -22,10 +23,17 @@ import tempfile
 import jax
 
 import jwmma
-from rows import BUILTIN, operands  # this folder: the shared rows and their operands
+from rows import BUILTIN, ROWS, operands  # this folder: the shared rows and their operands
 
 
 def _gemm(args):
+    if args.row:  # a bench_rows.py row: M = N = K = size, its own operands, model and keywords
+        row = ROWS[args.row]
+        a, b, c, kw = operands(row, args.size, args.size, args.size, seed=0)
+        a, b, c = jax.device_put((a, b, c))
+        what = f"{args.row} ({row.builtin} {row.model_name}) {args.path} {args.size}^3"
+        return what, lambda: jwmma.gemm(a, b, c, builtin=row.builtin, model=row.model_name, path=args.path,
+                                        **kw), {}
     fmt, model = args.config.split(":")
     builtin = BUILTIN[fmt]
     a, b, _, _ = jax.device_put(operands(builtin, args.size, args.size, 2 * args.size, seed=0))
@@ -71,6 +79,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--config", default="fp8:cdna3")
+    ap.add_argument("--row", default=None, choices=sorted(ROWS), help="a bench_rows.py row (dense ones included) "
+                    "instead of --config, at M = N = K = --size")
     ap.add_argument("--path", default="matrix")
     ap.add_argument("--call", default=None, help="profile a builtin call (a bench_calls.py row) instead of a GEMM")
     ap.add_argument("--waves", type=int, default=65536)
