@@ -73,6 +73,9 @@ MATMULS = {
 }
 
 
+EFFORT = ["full"]  # the programs' compile effort (--effort)
+
+
 def program(label, waves, seed=0, size=None):
     """(jitted function of arrays, its arguments) for one row (gemm rows: M = N = K = ``size``
     when given, else a small odd shape), on random bit patterns (`rows.operands`,
@@ -84,7 +87,7 @@ def program(label, waves, seed=0, size=None):
     row_label, backend = ROWS[label]
     row = SHARED[row_label]
     name, model, spec = row.builtin, row.model, row.spec
-    opts = jwmma.Options(backend=backend, compile_effort="full")
+    opts = jwmma.Options(backend=backend, compile_effort=EFFORT[0])
     if label.startswith("gemm"):
         m, n, k = (size, size, size) if size else (2 * spec.m - 3, 2 * spec.n - 5, 3 * spec.k + 2 * 4 * 4)
         a, b, c, extra = operands(row, m, n, k, seed=seed, kind="bits")
@@ -115,8 +118,11 @@ def main(argv=None):
     ap.add_argument("--waves", type=int, default=64)
     ap.add_argument("--size", type=int, default=None, help="gemm rows: M = N = K (default: a small odd shape)")
     ap.add_argument("--only-sets", nargs="+", default=None, help="these option sets only (default: all)")
+    ap.add_argument("--effort", default="full", choices=("fast", "full"),
+                    help="the programs' compile effort ('fast': the looped programs a first call builds)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    EFFORT[0] = args.effort
     platform = jax.default_backend()
     sets = SETS[args.sets or ("gpu" if platform == "gpu" else "cpu")]
     if args.only_sets:
