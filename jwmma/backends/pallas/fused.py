@@ -264,9 +264,12 @@ def combine(model: FusedGroups, S, Es, cf: kl.Dec, drop: bool):
 
 def combine_float(model: FusedGroups, S, Es, cf: kl.Dec, drop: bool):
     """`combine` in float64 (S, C and their floors are exact in float64: |R| < 2**40) and
-    one f64 -> f32 conversion for the final RNE. Exact for normal f32 results only: a
-    tile-wide test falls back to `combine` when a result would be subnormal (XLA's CPU
-    backend flushes them in the conversion)."""
+    one f64 -> f32 conversion for the final RNE, exact for normal f32 results. A tile holding a
+    result in f32's subnormal range (a tile-wide test) rounds those on float64 integers
+    instead, RNE at 2**-149 (XLA's CPU backend flushes subnormals in the conversion): a small
+    branch, where the one before it ran `combine`, whose 64-bit integer code took a quarter of
+    Triton's compile of the sparse fp8 kernel and over a third of the bf16 one
+    (benchmarks/RESULTS.md)."""
     F, F2 = model.frac_bits, model.sum_bits
     f64 = jnp.float64
     ec = cf.exp
@@ -286,8 +289,24 @@ def combine_float(model: FusedGroups, S, Es, cf: kl.Dec, drop: bool):
         t = jnp.clip(jnp.maximum(lead, F32.min_exp) - F2 - unit, 0, 63)
         R = jnp.floor(R * p2(-t)) * p2(t)
     ok = jnp.min(jnp.where(R == 0, 0, lead)) >= F32.min_exp
-    fast = lambda: lax.bitcast_convert_type((R * p2(unit)).astype(jnp.float32), jnp.int32)
-    return kl.cond(ok, fast, lambda: combine(model, S, Es, cf, drop))
+    v = R * p2(unit)  # the exact result (a float64 subnormal only far below f32's range)
+    bits = lax.bitcast_convert_type(v.astype(jnp.float32), jnp.int32)
+    return kl.cond(ok, lambda: bits, lambda: _with_subnormals(v, R, bits))
+
+
+def _with_subnormals(v, R, bits):
+    """``bits`` with the results below 2**-126 rounded on float64 integers, ties to even:
+    x = |v| * 2**149 < 2**23 is exact, and so are x + 1/2 and its floor (x has at most 40
+    significant bits); a tie is rounded back down when its floor is odd. (Adding and taking
+    away 2**52 would round in one step, but XLA folds (x + c) - c to x.) The integer is the
+    subnormal's f32 bits (2**23: the least normal's); the sign comes from R, which no backend
+    flushes."""
+    x = jnp.minimum(jnp.abs(v) * 2.0 ** 149, 2.0 ** 24)
+    y = jnp.floor(x + 0.5)
+    q = y.astype(jnp.int32)
+    q = q - (((y - x) == 0.5) & ((q & 1) == 1)).astype(jnp.int32)
+    sub = (jnp.abs(v) < 2.0 ** F32.min_exp) & (R != 0)
+    return jnp.where(sub, q | jnp.where(R < 0, jnp.int32(-(1 << 31)), 0), bits)
 
 
 def finish(bits, cf: kl.Dec, flags=None):
