@@ -11,6 +11,10 @@
 #   benchmarks/gpu_round.sh OUT mosaic REF     # the keys of the families `auto` lowers with Mosaic GPU
 #                                              #   (jwmma.backends.pallas.AUTO_MOSAIC) on Mosaic, against REF
 #   benchmarks/gpu_round.sh OUT rows           # every bench_rows row at 8192^3, first calls too
+#   benchmarks/gpu_round.sh OUT rows_ab BASE [ROW...]
+#                                              # bench_rows rows (default: the fused-group kernels' sparse
+#                                              #   and dense rows) under BASE (a folder holding a jwmma/) and
+#                                              #   this tree, alternating twice: first calls and steady times
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
 #   benchmarks/gpu_round.sh OUT calls_ab BASE  # the calls below 1e11 under BASE (a folder holding a jwmma/)
@@ -72,6 +76,14 @@ mosaic)
 rows)
     $py "$here/bench_rows.py" --reps 3 --json "$out/rows.json" | tee "$out/rows.txt"
     ;;
+rows_ab)
+    base=$3; shift 3
+    rows=${*:-fp8_cdna3 mfma_fp8_cdna3 f16_cdna3 mfma_f16_cdna3 bf16_cdna3 mfma_bf16_cdna3}
+    for tree in "$base" "$here/.." "$base" "$here/.."; do
+        echo "== $tree" | tee -a "$out/rows_ab.txt"
+        PYTHONPATH=$tree $py "$here/bench_rows.py" --reps 3 --rows $rows | tee -a "$out/rows_ab.txt"
+    done
+    ;;
 calls)
     $py "$here/bench_calls.py" --backend pallas --repeat 3 \
         --rows fp8:cdna3 f16c:cdna3 bf16:cdna3 f16:gfx12_dot4 fp8:exact | tee "$out/calls.txt"
@@ -114,6 +126,6 @@ trees)
     done
     ;;
 *)
-    echo "unknown part $part: int, grid, mosaic, rows, calls, calls_all, calls_ab, calls_prof, compile_opts or trees" >&2; exit 2
+    echo "unknown part $part: int, grid, ref, mosaic, rows, rows_ab, calls, calls_all, calls_ab, calls_prof, compile_opts or trees" >&2; exit 2
     ;;
 esac

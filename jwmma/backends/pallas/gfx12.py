@@ -29,7 +29,7 @@ from ...models.gfx12 import SPECIALS, Gfx12Dot4
 
 from . import kernel_lib as kl
 from .driver import Kernel
-from .rounding32 import f32_normal_ok, round_f32_by_float, round_to_format32
+from .rounding32 import f32_normal_ok, round_f32_by_float, round_to_format32, with_f32_subnormals
 
 __all__ = ["i32_pattern", "make_step"]
 
@@ -145,7 +145,8 @@ def _round(plan: _Plan, total, G, dt):
             bits = jnp.where((bits & mask) == 0x7C00, (bits & 0x8000) | 0x7BFF, bits)
         return jnp.where((bits & mask) == 0, 0, bits)
     if plan.float_round and dt == jnp.int32:
-        bits = kl.cond(f32_normal_ok(total, G), lambda: round_f32_by_float(total, G), lambda: rnd(F32))
+        fast = round_f32_by_float(total, G)
+        bits = kl.cond(f32_normal_ok(total, G), lambda: fast, lambda: with_f32_subnormals(total, G, fast))
     else:
         bits = rnd(F32)
     bits = jnp.where((bits & 0x7FFFFFFF) == 0, 0, bits)

@@ -15,7 +15,7 @@ from ...numerics.formats import FloatFormat
 
 from . import kernel_lib as kl
 
-__all__ = ["round_to_format32", "f32_normal_ok", "round_f32_by_float"]
+__all__ = ["round_to_format32", "f32_normal_ok", "round_f32_by_float", "with_f32_subnormals"]
 
 
 def round_to_format32(sign, mag, scale, fmt: FloatFormat):
@@ -56,3 +56,20 @@ def round_f32_by_float(total, G):
     g1 = G >> 1  # clipped: a zero total may come with any G, and must give +0, not 0 * Inf
     x = total.astype(jnp.float32) * kl.pow2_f32(jnp.clip(g1, -126, 127)) * kl.pow2_f32(jnp.clip(G - g1, -126, 127))
     return lax.bitcast_convert_type(x, jnp.int32)
+
+
+def with_f32_subnormals(total, G, bits):
+    """``bits`` (`round_f32_by_float`'s, right for every normal result of the tile) with each
+    nonzero result below 2**-126 rounded at 2**-149, ties to even, on int32: the rare branch
+    of a tile that holds one. A whole `round_to_format32` there took a sixth of Triton's compile
+    of the gfx12 kernels and made the fp8 one spill (benchmarks/RESULTS.md)."""
+    mag = jnp.abs(total)
+    sub = (mag != 0) & (kl.bitlen32(mag) - 1 + G < -126)
+    shift = -149 - G  # units of 2**-149: a right shift of mag (a left one when negative)
+    right = jnp.clip(shift, 0, 31)
+    q = jnp.where(shift > 0, mag >> right, mag << jnp.clip(-shift, 0, 31))
+    rem = mag & ((jnp.int32(1) << right) - 1)
+    half = jnp.where(right > 0, jnp.int32(1) << jnp.maximum(right - 1, 0), 0)
+    up = (rem > half) | ((rem == half) & (rem != 0) & ((q & 1) == 1))
+    q = jnp.where(shift > 31, 0, q + up.astype(jnp.int32))
+    return jnp.where(sub, q | ((total < 0).astype(jnp.int32) << 31), bits)
