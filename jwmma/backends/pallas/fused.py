@@ -47,6 +47,7 @@ from .driver import Kernel
 __all__ = ["Plan", "group_sum", "group_sum3", "product_flags", "combine", "combine_float", "finish", "make_step"]
 
 QNAN_F32 = 0x7FC00000
+VALUE_BITS = ~(kl.EXP_MASK | (3 << 10))  # a float-aligned word's value bits (`Plan.word`)
 POS_INF = 0x7F800000
 NEG_INF = -0x800000  # 0xFF800000 as int32
 
@@ -87,13 +88,35 @@ class Plan:
     def word(self, fmt, code):
         """One int32 per element carrying what a product needs (computed before the kernel,
         once per element): float alignment: the f32 bits of the value with the exponent code
-        in the 10 free low mantissa bits; integer alignment: sig | code << 12 | sign << 22.
-        NaN/Inf read as zeros (their products only ever override, see `_with_flags`)."""
+        in the 10 free low mantissa bits (0-9); integer alignment: sig | code << 12 | sign
+        << 22. NaN/Inf read as zeros (their products only ever override, see `_with_flags`)
+        and carry a NaN and an Inf bit (`NAN_BIT`, `INF_BIT` of `class_bits`: bits 10 and 11,
+        free below every float-aligned format's mantissa, or 23 and 24), from which the rare
+        branch reads the products' specials without decoding codes."""
         d = kl.decode(fmt, code)
         ecode = kl.exp_code(d, self.model.zero_exponent)
+        nan_bit, inf_bit = self.class_bits
+        flags = (d.nan.astype(jnp.int32) << nan_bit) | (d.inf.astype(jnp.int32) << inf_bit)
         if self.float_align:
-            return lax.bitcast_convert_type(d.val, jnp.int32) | ecode
-        return d.sig | (ecode << 12) | (d.sign << 22)
+            return lax.bitcast_convert_type(d.val, jnp.int32) | ecode | flags
+        return d.sig | (ecode << 12) | (d.sign << 22) | flags
+
+    @property
+    def class_bits(self):
+        """(NaN bit, Inf bit) of the operand words (`word`)."""
+        return (10, 11) if self.float_align else (23, 24)
+
+    def word_class(self, w):
+        """(nan, inf, zero, sign, sig, exp) of operand words: booleans, then int32 sign bits;
+        sig and exp (integer alignment only: what the bf16 overflow flags need; exp is the
+        finite nonzero factor's) are None under float alignment."""
+        nan_bit, inf_bit = self.class_bits
+        nan, inf = ((w >> nan_bit) & 1) == 1, ((w >> inf_bit) & 1) == 1
+        if self.float_align:
+            zero = ((w & VALUE_BITS & 0x7FFFFFFF) == 0) & ~nan & ~inf
+            return nan, inf, zero, lax.shift_right_logical(w, jnp.int32(31)), None, None
+        sig = w & 0xFFF
+        return nan, inf, (sig == 0) & ~nan & ~inf, (w >> 22) & 1, sig, ((w >> 12) & kl.EXP_MASK) - kl.EXP_OFFSET
 
     def a_dec(self, code):
         """Decoded A (the rare specials branch) and its exponent code."""
@@ -153,8 +176,8 @@ def group_sum(plan: Plan, views, cols):
             w = views[1].pick(c, rows)
             wa = a2[c][0]
             if plan.float_align:
-                va = lax.bitcast_convert_type(wa & ~kl.EXP_MASK, jnp.float32)
-                vb = lax.bitcast_convert_type(w & ~kl.EXP_MASK, jnp.float32)
+                va = lax.bitcast_convert_type(wa & VALUE_BITS, jnp.float32)
+                vb = lax.bitcast_convert_type(w & VALUE_BITS, jnp.float32)
                 x = ((va * vb) * scale[h]).astype(jnp.int32).astype(dt)
             else:
                 x = _align_int(plan, wa, a2[c][1], w, et[h], dt)
@@ -209,8 +232,8 @@ def _aligned_sum3(F: int, wa, w, et):
     """Sum over the middle axis of the products of A words (tm, nb) and B words (tm or 1, nb,
     tn), each truncated at 2**(et - F) (`group_sum3`'s pass 2)."""
     scale = kl.pow2_f32(jnp.clip(F - et, -126, 127))[:, None, :]
-    va = lax.bitcast_convert_type(wa & ~kl.EXP_MASK, jnp.float32)[:, :, None]
-    vb = lax.bitcast_convert_type(w & ~kl.EXP_MASK, jnp.float32)
+    va = lax.bitcast_convert_type(wa & VALUE_BITS, jnp.float32)[:, :, None]
+    vb = lax.bitcast_convert_type(w & VALUE_BITS, jnp.float32)
     return jnp.sum(((va * vb) * scale).astype(jnp.int32), axis=1, dtype=jnp.int32)
 
 
@@ -325,27 +348,23 @@ def finish(bits, cf: kl.Dec, flags=None):
 
 def product_flags(plan: Plan, view, cols, wide: bool = False):
     """Per output: (nan, +inf, -inf) over the group's products, and the bf16 overflow
-    flags (big positive, big negative). A loop over the products, not unrolled: the branch
-    is rare and a small kernel compiles faster."""
+    flags (big positive, big negative), read from the operand words' class bits
+    (`Plan.word_class`: no decoding of codes here). A loop over the products, not unrolled:
+    the branch is rare and a small kernel compiles faster."""
 
     def body(i, flags):
         nan, pinf, ninf, bpos, bneg = flags
         c = cols[0] + i
-        d = kl.decode(plan.fa, view.a_col(c), with_val=False)
-        rows = [_b_class(plan, row) for row in view.b_rows(c // 2)]
-        w = view.pick(c, rows)  # bit 0 nan, 1 inf, 2 zero, 3 sign; sig << 8, exp+512 << 20
-        b_nan, b_inf, b_zero = (w & 1) == 1, (w & 2) == 2, (w & 4) == 4
-        a_zero = (d.sig == 0) & ~d.nan & ~d.inf
-        n = d.nan | b_nan | (d.inf & b_zero) | (a_zero & b_inf)
-        neg = (d.sign ^ ((w >> 3) & 1)) == 1
-        inf = (d.inf | b_inf) & ~n
+        a_nan, a_inf, a_zero, a_sign, a_sig, a_exp = plan.word_class(view.aw_col(c))
+        b_nan, b_inf, b_zero, b_sign, b_sig, b_exp = plan.word_class(view.pick(c, view.b_rows(c // 2, "bw")))
+        n = a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)
+        neg = (a_sign ^ b_sign) == 1
+        inf = (a_inf | b_inf) & ~n
         nan, pinf, ninf = nan | n, pinf | (inf & ~neg), ninf | (inf & neg)
-        if plan.may_overflow:
-            bsig = (w >> 8) & 0xFFF
-            bexp = ((w >> 20) & 0x3FF) - kl.EXP_OFFSET
-            P = d.sig * bsig
-            finite = ~(d.nan | d.inf | b_nan | b_inf)
-            lead = kl.bitlen32(P) - 1 + d.exp + bexp - plan.mab
+        if plan.may_overflow:  # bf16 (integer alignment): a finite product may reach 2**128
+            P = a_sig * b_sig
+            finite = ~(a_nan | a_inf | b_nan | b_inf)
+            lead = kl.bitlen32(P) - 1 + a_exp + b_exp - plan.mab
             big = finite & (P != 0) & (lead >= 128)
             bpos, bneg = bpos | (big & ~neg), bneg | (big & neg)
         return nan, pinf, ninf, bpos, bneg
@@ -400,10 +419,3 @@ def _with_flags(plan: Plan, view, cols, bits, cf, wide: bool = False):
             bits = jnp.where(bneg, NEG_INF, bits)
             bits = jnp.where(bpos & bneg, QNAN_F32, bits)
     return finish(bits, cf, (nan, pinf, ninf))
-
-
-def _b_class(plan: Plan, code):
-    d = kl.decode(plan.fb, code, with_val=False)
-    zero = (d.sig == 0) & ~d.nan & ~d.inf
-    return (d.nan.astype(jnp.int32) | (d.inf.astype(jnp.int32) << 1) | (zero.astype(jnp.int32) << 2)
-            | (d.sign << 3) | (d.sig << 8) | ((d.exp + kl.EXP_OFFSET) << 20))
