@@ -47,7 +47,7 @@ from ..numerics.formats import BF16, F16, F32, pack_fields, unpack_fields
 from ..numerics.rounding import round_to_format
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
-from .specials import code_flags, factor_codes, factor_flags, next_code
+from .specials import code_flags, factor_codes, factor_flags, factor_specials_possible, next_code
 
 __all__ = ["Gfx11Dot2"]
 
@@ -111,7 +111,7 @@ class Gfx11Dot2(Model):
         one `lax.cond` over the whole call: without a NaN/Inf factor every pair's specials are
         known to be clear and the steps skip them; otherwise each step finds its own pair's."""
         if options is not None and options.platform not in (None, "cpu"):
-            possible = jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
+            possible = factor_specials_possible(a, b)
             unroll = unroll_for(options, cpu_loops=True)
 
             def steps(code):

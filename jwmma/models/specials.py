@@ -18,8 +18,8 @@ from jax import lax
 
 from ..varying import vary_like
 
-__all__ = ["product_specials", "specials_possible", "specials_shortcut", "factor_flags", "factor_codes", "next_code",
-           "code_flags",
+__all__ = ["product_specials", "factor_specials_possible", "specials_possible", "specials_shortcut", "factor_flags",
+           "factor_codes", "next_code", "code_flags",
            "PLUS_INF", "MINUS_INF", "INVALID_PRODUCT", "NAN_FACTOR"]
 
 #: a group's factor specials (`factor_codes`): bits of its 4-bit code
@@ -43,6 +43,11 @@ def product_specials(a, b):
     return nan, inf & ~neg, inf & neg
 
 
+def factor_specials_possible(a, b):
+    """Scalar: is any factor of these decoded operands NaN or Inf (traced boolean)?"""
+    return jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
+
+
 def specials_possible(ctx, a, b):
     """Scalar: could any product of these operands be NaN/Inf (or, for bf16, overflow to Inf)?
 
@@ -51,7 +56,7 @@ def specials_possible(ctx, a, b):
     Returns:
         A boolean scalar (traced).
     """
-    flag = jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
+    flag = factor_specials_possible(a, b)
     fa, fb = ctx.a, ctx.b
     if fa.max_exp + fb.max_exp + 2 > 128:  # bf16: finite products can reach 2**128
         ea = jnp.max(jnp.where(a.sig != 0, a.exp, -1000))
@@ -140,7 +145,7 @@ def factor_codes(a, b, group: int, out, like=(), subnormals_zero=None):
     k = jnp.broadcast_shapes(a.sig.shape, b.sig.shape)[-2]
     steps = -(-k // group)
     n_words = max(1, -(-steps // CODES_PER_WORD))
-    possible = jnp.any(a.nan | a.inf) | jnp.any(b.nan | b.inf)
+    possible = factor_specials_possible(a, b)
     clear = tuple(vary_like(jnp.zeros(out, jnp.int32), *like) for _ in range(n_words))
 
     def codes():

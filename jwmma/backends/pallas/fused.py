@@ -90,9 +90,9 @@ class Plan:
         once per element): float alignment: the f32 bits of the value with the exponent code
         in the 10 free low mantissa bits (0-9); integer alignment: sig | code << 12 | sign
         << 22. NaN/Inf read as zeros (their products only ever override, see `_with_flags`)
-        and carry a NaN and an Inf bit (`NAN_BIT`, `INF_BIT` of `class_bits`: bits 10 and 11,
-        free below every float-aligned format's mantissa, or 23 and 24), from which the rare
-        branch reads the products' specials without decoding codes."""
+        and carry a NaN and an Inf bit (`class_bits`: bits 10 and 11, free below every
+        float-aligned format's mantissa, or 23 and 24), from which the rare branch reads the
+        products' specials without decoding codes (`word_class`)."""
         d = kl.decode(fmt, code)
         ecode = kl.exp_code(d, self.model.zero_exponent)
         nan_bit, inf_bit = self.class_bits

@@ -18,13 +18,9 @@ from . import kernel_lib as kl
 __all__ = ["round_to_format32", "f32_normal_ok", "round_f32_by_float", "with_f32_subnormals"]
 
 
-def round_to_format32(sign, mag, scale, fmt: FloatFormat):
-    """Bits of (-1)**sign * mag * 2**scale rounded to ``fmt`` (RNE, gradual underflow,
-    overflow to Inf); mag int32 in [0, 2**31), scale int32. Returns int32 bits."""
-    lead = kl.bitlen32(mag) - 1 + scale
-    ovf = (mag != 0) & (lead > fmt.max_exp)
-    te = jnp.clip(lead, fmt.min_exp, fmt.max_exp)
-    shift = te - fmt.mbits - scale
+def _shift_rne(mag, shift):
+    """mag * 2**-shift rounded to an integer, ties to even: int32 mag in [0, 2**31), shift of
+    either sign (a left shift when negative; 0 beyond 31 to the right)."""
     right = jnp.clip(shift, 0, 31)
     left = jnp.clip(-shift, 0, 31)
     q = jnp.where(shift > 0, mag >> right, mag << left)
@@ -32,7 +28,16 @@ def round_to_format32(sign, mag, scale, fmt: FloatFormat):
     half = jnp.where(right > 0, jnp.int32(1) << jnp.maximum(right - 1, 0), 0)
     far = shift > 31
     up = ~far & ((rem > half) | ((rem == half) & (rem != 0) & ((q & 1) == 1)))
-    q = jnp.where(far, 0, q) + up.astype(jnp.int32)
+    return jnp.where(far, 0, q) + up.astype(jnp.int32)
+
+
+def round_to_format32(sign, mag, scale, fmt: FloatFormat):
+    """Bits of (-1)**sign * mag * 2**scale rounded to ``fmt`` (RNE, gradual underflow,
+    overflow to Inf); mag int32 in [0, 2**31), scale int32. Returns int32 bits."""
+    lead = kl.bitlen32(mag) - 1 + scale
+    ovf = (mag != 0) & (lead > fmt.max_exp)
+    te = jnp.clip(lead, fmt.min_exp, fmt.max_exp)
+    q = _shift_rne(mag, te - fmt.mbits - scale)
     bits = ((te + fmt.bias - 1) << fmt.mbits) + q
     bits = jnp.where(mag == 0, 0, bits)
     emask = (1 << fmt.ebits) - 1
@@ -65,11 +70,5 @@ def with_f32_subnormals(total, G, bits):
     of the gfx12 kernels and made the fp8 one spill (benchmarks/RESULTS.md)."""
     mag = jnp.abs(total)
     sub = (mag != 0) & (kl.bitlen32(mag) - 1 + G < -126)
-    shift = -149 - G  # units of 2**-149: a right shift of mag (a left one when negative)
-    right = jnp.clip(shift, 0, 31)
-    q = jnp.where(shift > 0, mag >> right, mag << jnp.clip(-shift, 0, 31))
-    rem = mag & ((jnp.int32(1) << right) - 1)
-    half = jnp.where(right > 0, jnp.int32(1) << jnp.maximum(right - 1, 0), 0)
-    up = (rem > half) | ((rem == half) & (rem != 0) & ((q & 1) == 1))
-    q = jnp.where(shift > 31, 0, q + up.astype(jnp.int32))
+    q = _shift_rne(mag, -149 - G)  # in units of 2**-149: `round_to_format32` at its least exponent
     return jnp.where(sub, q | ((total < 0).astype(jnp.int32) << 31), bits)
