@@ -73,13 +73,10 @@ MATMULS = {
 }
 
 
-EFFORT = ["full"]  # the programs' compile effort (--effort)
-
-
-def program(label, waves, seed=0, size=None):
+def program(label, waves, seed=0, size=None, effort="full"):
     """(jitted function of arrays, its arguments) for one row (gemm rows: M = N = K = ``size``
     when given, else a small odd shape), on random bit patterns (`rows.operands`,
-    `rows.registers`: ``kind="bits"``)."""
+    `rows.registers`: ``kind="bits"``), built at compile ``effort`` ('fast': the looped programs)."""
     if label in MATMULS:
         rng = np.random.default_rng(seed)
         x, w = (rng.standard_normal(shape).astype(np.float32) for shape in ((256, 512), (512, 256)))
@@ -87,7 +84,7 @@ def program(label, waves, seed=0, size=None):
     row_label, backend = ROWS[label]
     row = SHARED[row_label]
     name, model, spec = row.builtin, row.model, row.spec
-    opts = jwmma.Options(backend=backend, compile_effort=EFFORT[0])
+    opts = jwmma.Options(backend=backend, compile_effort=effort)
     if label.startswith("gemm"):
         m, n, k = (size, size, size) if size else (2 * spec.m - 3, 2 * spec.n - 5, 3 * spec.k + 2 * 4 * 4)
         a, b, c, extra = operands(row, m, n, k, seed=seed, kind="bits")
@@ -122,7 +119,6 @@ def main(argv=None):
                     help="the programs' compile effort ('fast': the looped programs a first call builds)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    EFFORT[0] = args.effort
     platform = jax.default_backend()
     sets = SETS[args.sets or ("gpu" if platform == "gpu" else "cpu")]
     if args.only_sets:
@@ -131,7 +127,7 @@ def main(argv=None):
     out = []
     for label in args.rows:
         try:
-            fn, xs = program(label, args.waves, size=args.size)
+            fn, xs = program(label, args.waves, size=args.size, effort=args.effort)
             xs = jax.device_put(xs)
             with x64_scope():
                 t = time.process_time()
