@@ -34,6 +34,7 @@ import warnings
 import jax
 
 from ...engine.builtins import set_call_kernels
+from ...engine.effort import effort_jit
 from ...engine.options import PallasOptions
 from ...engine.step import context
 from ...models.exact import Exact
@@ -349,8 +350,7 @@ def make_kernel(spec, model, *, a_signed=True, b_signed=True, clamp=False, tilin
     return kern._replace(dense=spec.dense)
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp", "wide_loops",
-                                             "call"))
+@effort_jit(static_argnames=("spec", "model", "options", "a_signed", "b_signed", "clamp", "wide_loops", "call"))
 def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True, b_signed=True, clamp=False,
                 wide_loops=False, call=False):
     """D codes of the GEMM (the contract and bits of `jwmma.tiled.paths.matrix_path`).
@@ -359,7 +359,9 @@ def matrix_path(a_codes, pos, b_codes, c, *, spec, model, options, a_signed=True
     not read); b_codes: (*batch, Kp, Np); c: (*batch, Mp, Np) int32 accumulator bits (i32
     values for integer builtins). Traced inside the caller's `x64_scope`; ``wide_loops``: it
     is also lowered there (`driver.Tiling.wide_loops`); ``call``: a direct builtin call's
-    (`lowering_for`). Returns (*batch, Mp, Np) int32."""
+    (`lowering_for`). Returns (*batch, Mp, Np) int32. Called at the top level (not inside
+    another program), it compiles at ``options.compile_effort`` as the XLA paths do: a
+    kernel in interpret mode is an XLA:CPU program like theirs."""
     import dataclasses
 
     from .driver import run
