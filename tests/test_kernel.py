@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 
 import jwmma
 from jwmma import kernel
+from jwmma.engine import effort
 
 _EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -64,6 +66,11 @@ def test_cdna4_seed_policy_matches_gemm(rng, model):
     # run() gives the same D
     d2 = kernel.run(C4.SmfmacCdna4FP8Policy, a, b, c, waves=WAVES, model=model)
     assert np.array_equal(np.asarray(d2).view(np.int32), np.asarray(d).view(np.int32))
+    # a run this small compiled its three stages with the platform's 'fast' options, as a GEMM does
+    fast = effort.compiler_options(jax.default_backend(), "fast")
+    if fast:
+        from jwmma.kernel import runner
+        assert all(fast in stage._jits for stage in (runner._load, runner._mma_steps, runner._store))
 
 
 @pytest.mark.parametrize("model", ["exact", None])

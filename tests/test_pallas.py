@@ -23,6 +23,7 @@ import jwmma
 from jwmma import models
 from jwmma.backends import pallas
 from jwmma.backends.pallas.testdata import gemm_codes
+from jwmma.engine import effort
 from jwmma.engine.options import Options, PallasOptions, resolve
 from jwmma.engine.step import context
 from jwmma.isa.table import lookup
@@ -149,6 +150,8 @@ def _check(builtin, model, kw):
     for a, p, b, c in cases(spec, clamp):
         ref = run(paths.matrix_path, XLA, spec, m_obj, clamp, a, p, b, c)
         got = run(pallas.matrix_path, opts, spec, m_obj, clamp, a, p, b, c)
+        # called at the top level, the kernel's program compiled at the options' effort ('fast')
+        assert effort.compiler_options("cpu", "fast") in pallas.matrix_path._jits
         bad = np.argwhere(ref.astype(np.uint32) != got.astype(np.uint32))
         assert bad.size == 0, (
             f"{builtin} {m_obj.describe()} {kw}: {len(bad)} of {ref.size} outputs differ, first at {tuple(bad[0])}: "

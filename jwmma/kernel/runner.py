@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..engine.effort import effort_jit, settle, shapes_key
 from ..engine.fragments import codes_to_values
 from ..engine.options import resolve as resolve_options
 from ..keywords import forwarding_keywords, strict_keywords
@@ -151,9 +152,10 @@ def _subtile(geo, bm, bn, wm, wn):
 
 # The kernel runs in three jitted stages so that the expensive one (the builtin calls, whose
 # arithmetic models take seconds to compile) is keyed on (builtin, mma, model, shapes) only:
-# editing a loader or store_c recompiles only the cheap stages.
-@functools.partial(jax.jit, static_argnames=("pol", "geo"))
-def _load(a_img, m_img, b_img, c, *, pol: Policy, geo: Geometry):
+# editing a loader or store_c recompiles only the cheap stages. Each compiles at the run's
+# settled ``options.compile_effort`` (`jwmma.engine.effort`), as a GEMM's program does.
+@effort_jit(static_argnames=("pol", "geo", "options"))
+def _load(a_img, m_img, b_img, c, *, pol: Policy, geo: Geometry, options):
     """Stage 1: every wave's registers for every K step, and its initial accumulator."""
     spec = pol.spec
     bm_n, bn_n = geo.blocks
@@ -188,7 +190,7 @@ def _load(a_img, m_img, b_img, c, *, pol: Policy, geo: Geometry):
     return jnp.swapaxes(a, 0, 1), jnp.swapaxes(b, 0, 1), jnp.swapaxes(idx, 0, 1), d0
 
 
-@functools.partial(jax.jit, static_argnames=("mma", "model", "options"))
+@effort_jit(static_argnames=("mma", "model", "options"))
 def _mma_steps(a, b, idx, d0, *, mma: Policy, model, options):
     """Stage 2: every wave issues its mma once per K step, in order (lax.scan over steps)."""
     def step(d, x):
@@ -199,8 +201,8 @@ def _mma_steps(a, b, idx, d0, *, mma: Policy, model, options):
     return lax.scan(step, d0, (a, b, idx))[0]
 
 
-@functools.partial(jax.jit, static_argnames=("pol", "geo"))
-def _store(d, *, pol: Policy, geo: Geometry):
+@effort_jit(static_argnames=("pol", "geo", "options"))
+def _store(d, *, pol: Policy, geo: Geometry, options):
     """Stage 3: store_c of every wave, scattered into D; also how often each element was written."""
     def wave(d_w, bm, bn, wm, wn):
         return _stores(pol, geo, d_w, *_subtile(geo, bm, bn, wm, wn), d.dtype)
@@ -225,10 +227,13 @@ def _execute(policy, a, b, c, waves, model, prune, options, target=None):
 
 def _execute_in_scope(pol, a, b, c, waves, model, prune, options):
     geo, (a_img, m_img, b_img, c_img) = _prepare(pol, a, b, c, waves, prune)
-    a_r, b_r, idx, d0 = _load(a_img, m_img, b_img, c_img, pol=pol, geo=geo)
+    spec = pol.spec
+    products = geo.steps * int(np.prod(geo.blocks)) * int(np.prod(geo.waves)) * spec.blocks * spec.m * spec.kc * spec.n
+    options = settle(options, products, model, (pol, model, options, geo, shapes_key(a_img, m_img, b_img, c_img)))
+    a_r, b_r, idx, d0 = _load(a_img, m_img, b_img, c_img, pol=pol, geo=geo, options=options)
     mma_key = Policy(pol.builtin, None, None, None, None, pol.mma, target=pol.target)   # loaders not in the key
     d = _mma_steps(a_r, b_r, idx, d0, mma=mma_key, model=model, options=options)
-    d, writes, offs = _store(d, pol=pol, geo=geo)
+    d, writes, offs = _store(d, pol=pol, geo=geo, options=options)
     return pol, geo, d, writes, offs
 
 
