@@ -222,8 +222,8 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
                 a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a, long), b=_operand(family, tb, n_b, long),
                 c=_operand(family, c, 2 * n_c if opsel else n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
                 default_model=own.get("model", model), default_evidence=own.get("evidence", evidence),
-                a_layout=family.a_layout(m, n_a, bits_a, k), b_layout=family.b_layout(m, n_b, bits_b, k),
-                c_layout=family.c_layout(m), dense=family.dense, target=target,
+                a_layout=_layout(family, "a", m, n_a, bits_a, k), b_layout=_layout(family, "b", m, n_b, bits_b, k),
+                c_layout=_layout(family, "c", m), dense=family.dense, target=target,
                 targets=tuple(t for t, _ in chips),
                 chain_order=rocjitsu_chain_order(kc) if register_chain else None,
                 blgp=own.get("blgp", blgp), scaled=family.scaled, fmt_codes=codes or (), blocks=blocks,
@@ -234,14 +234,29 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
         _RULES[name] = TARGET_RULES[targets]
     for v in variants[1:]:
         _VARIANTS[(name, v.target, v.fmt_codes)] = v
-    # every layout must cover its matrix exactly once
+    # every layout must cover its matrix exactly once (each distinct layout checked once)
     for v in variants:
-        layouts.inverse(v.a_layout, v.a_shape)
-        layouts.inverse(v.b_layout, v.b_shape)
-        layouts.inverse(v.c_layout, v.c_shape)
-        for arr in (v.a_layout, v.b_layout, v.c_layout):
-            arr.setflags(write=False)
+        for arr, shape in ((v.a_layout, v.a_shape), (v.b_layout, v.b_shape), (v.c_layout, v.c_shape)):
+            if (id(arr), shape) not in _CHECKED:
+                layouts.inverse(arr, shape)
+                _CHECKED.add((id(arr), shape))
     return spec
+
+
+_LAYOUTS: dict = {}  # (family, operand, formula arguments) -> the read-only layout array the rows share
+_CHECKED: set = set()  # (id of a layout array in _LAYOUTS, the matrix shape it was checked to cover)
+
+
+def _layout(family: Family, operand: str, *args) -> np.ndarray:
+    """``family``'s layout formula of ``operand`` ('a', 'b', 'c') at ``args``, computed once:
+    the rows of one family and shape (targets, scale formats of equal width) share it, which
+    keeps importing the table cheap (each process builds it)."""
+    key = (family, operand, args)
+    if key not in _LAYOUTS:
+        arr = getattr(family, f"{operand}_layout")(*args)
+        arr.setflags(write=False)
+        _LAYOUTS[key] = arr
+    return _LAYOUTS[key]
 
 
 _R4, _C4, _C3, _W4 = RDNA4_SWMMAC, CDNA4_SMFMAC, CDNA3_SMFMAC, RDNA4_WMMA
