@@ -47,7 +47,7 @@ from ..numerics.formats import BF16, F16, F32, pack_fields, unpack_fields
 from ..numerics.rounding import round_to_format
 from .base import Context, Model
 from .grouping import over_groups, unroll_for
-from .specials import code_flags, factor_codes, factor_flags, factor_specials_possible, next_code
+from .specials import code_flags, factor_codes, factor_flags, next_code
 
 __all__ = ["Gfx11Dot2"]
 
@@ -55,7 +55,6 @@ EMPTY = -(1 << 20)  # lead of a zero term: never the maximum
 FACTOR_NAN = 0xFFC00A3D - (1 << 32)
 INVALID = 0xFFC00000 - (1 << 32)
 POS_INF, NEG_INF = 0x7F800000, 0xFF800000 - (1 << 32)
-CLEAR = "clear"  # `Gfx11Dot2._step`'s code when the call has no NaN/Inf factor
 
 
 def _bitlen(x):
@@ -105,19 +104,16 @@ class Gfx11Dot2(Model):
         (`jwmma.models.specials.factor_codes`); C's own specials stay in the step, since a step
         can overflow into the next one's Inf C.
 
-        Off the CPU (``options.platform``) the codes are not carried: on an H200 (65536 waves,
-        three alternating pairs of processes) they ran the same call at 0.86x (7.0-7.5e10
-        against 7.9-8.7e10 products/s). There the steps run in one of two programs, chosen by
-        one `lax.cond` over the whole call: without a NaN/Inf factor every pair's specials are
-        known to be clear and the steps skip them; otherwise each step finds its own pair's."""
+        Off the CPU (``options.platform``) each step finds its own pair's specials, as before:
+        on an H200 (65536 waves, three alternating pairs of processes) the codes ran the same
+        call at 0.86x (7.0-7.5e10 against 7.9-8.7e10 products/s), and one `lax.cond` over the
+        call choosing steps without the pair specials when no factor is NaN/Inf ran it at 0.75x
+        on an H100 (5.5-5.6e10 against 7.3-7.7e10; first calls 6.3-8.2 s against 3.7-4.2 s):
+        not profiled; XLA:GPU copies a conditional's predicate to the host and waits for it, and
+        the decoded factors cross the branch boundary in memory instead of fusing into the steps."""
         if options is not None and options.platform not in (None, "cpu"):
-            possible = factor_specials_possible(a, b)
-            unroll = unroll_for(options, cpu_loops=True)
-
-            def steps(code):
-                return over_groups(a, b, c_bits, 2, lambda ga, gb, acc: self._step(ga, gb, acc, code, ctx), unroll)
-
-            return lax.cond(possible, lambda: steps(None), lambda: steps(CLEAR))
+            return over_groups(a, b, c_bits, 2, lambda ga, gb, acc: self._step(ga, gb, acc, None, ctx),
+                               unroll_for(options, cpu_loops=True))
         out = jnp.broadcast_shapes(a.sig.shape[:-2] + a.sig.shape[-1:], b.sig.shape[:-2] + b.sig.shape[-1:],
                                    c_bits.shape)
         flush = (ctx.a, ctx.b) if ctx.a == BF16 else None  # bf16 subnormal factors are zero
@@ -136,7 +132,7 @@ class Gfx11Dot2(Model):
 
     def _step(self, a, b, c_bits, code, ctx: Context):
         """One DOT2 step (module doc); ``code``: this pair's factor specials (`factor_codes`),
-        None: found here from the pair's factors, or `CLEAR`: known to be none."""
+        or None: found here from the pair's factors."""
         fmt = ctx.a
         flush = fmt == BF16  # bf16 subnormal factors are zero
         sig_a = jnp.where(flush & (a.exp <= fmt.min_exp) & (a.sig < (1 << fmt.mbits)), 0, a.sig)
@@ -195,9 +191,7 @@ class Gfx11Dot2(Model):
             bits = (bits >> 16) & 0xFFFF
 
         # specials, lowest priority first (f32 bits; narrowed as rocjitsu's dot_packed16::special)
-        if code is CLEAR:  # no NaN/Inf factor anywhere in the call
-            pi = ni = invalid = factor_nan = False
-        elif code is None:
+        if code is None:
             pi, ni, invalid, factor_nan = _pair_flags(a, b, ctx)
         else:
             pi, ni, invalid, factor_nan = code_flags(code)
