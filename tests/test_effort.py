@@ -228,3 +228,20 @@ def test_a_fast_call_inside_a_users_jit_runs_in_the_outer_program(rng):
     direct = jwmma.swmmac_f32_16x16x32_f16_w32(a, b, c, idx, options=FAST)
     jitted = jax.jit(lambda *r: jwmma.swmmac_f32_16x16x32_f16_w32(*r, options=FAST))(a, b, c, idx)
     assert _same(direct, jitted)
+
+
+def test_a_program_built_per_call_compiles_at_the_options_effort(monkeypatch):
+    """`effort.jit_at_effort` (a sharded GEMM's program, `jwmma.tiled.sharding`) compiles with
+    the settled effort's options: options XLA refuses show that they were passed (the call then
+    compiles with XLA's defaults, the same result); inside a user's jit the outer program decides."""
+    from jwmma.engine.options import resolve
+
+    platform = jax.default_backend()
+    monkeypatch.setitem(effort.FAST_OPTIONS, platform, (("xla_no_such_option_in_any_xla", 1),))
+    monkeypatch.setattr(effort, "_refused", set())
+    x = jnp.arange(4, dtype=jnp.int32)
+    f = effort.jit_at_effort(lambda v: v * 2 + 1, resolve(FAST))
+    assert np.array_equal(np.asarray(jax.jit(f)(x)), [1, 3, 5, 7])
+    assert effort.compiler_options(platform, "fast") != ()  # traced: not tried
+    assert np.array_equal(np.asarray(f(x)), [1, 3, 5, 7])
+    assert effort.compiler_options(platform, "fast") == ()  # tried at the top level, refused

@@ -39,7 +39,7 @@ from ..keywords import strict_keywords
 
 __all__ = ["enable_compilation_cache", "EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "count_call",
            "shapes_key", "compiler_options",
-           "effort_jit"]
+           "effort_jit", "jit_at_effort"]
 
 EFFORTS = ("auto", "fast", "full")
 #: weighted products of a call up to which 'auto' compiles fast: unoptimised, a product costs
@@ -143,25 +143,52 @@ class _EffortJit:
     def __call__(self, *args, **kwargs):
         options = kwargs.get("options")
         settings = () if options is None else compiler_options(options.platform, options.compile_effort)
-        if not settings or any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
-            return self.full(*args, **kwargs)  # inside a user's jit/vmap/grad the outer program decides
-        try:
-            return self._jit(settings)(*args, **kwargs)
-        except ValueError as e:  # JAX takes compiler options only at the top level (not inside another jit)
-            if "compiler_options" not in str(e):
-                raise
+        if not settings:
             return self.full(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001 - an XLA that does not know an option: its defaults
-            if not _is_refusal(e):
-                raise
-            _refused.add(settings)
-            return self.full(*args, **kwargs)
+        return _call_at(settings, self._jit(settings), self.full, args, kwargs)
 
     def trace(self, *args, **kwargs):
         return self.full.trace(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
         return self.full.lower(*args, **kwargs)
+
+
+def _call_at(settings: tuple, tuned, full, args, kwargs):
+    """``tuned(*args, **kwargs)`` (a jit with compiler options ``settings``), or ``full`` (XLA's
+    defaults) inside a user's jit/vmap/grad, where the outer program decides, and where XLA
+    refuses the options."""
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
+        return full(*args, **kwargs)
+    try:
+        return tuned(*args, **kwargs)
+    except ValueError as e:  # JAX takes compiler options only at the top level (not inside another jit)
+        if "compiler_options" not in str(e):
+            raise
+        return full(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - an XLA that does not know an option: its defaults
+        if not _is_refusal(e):
+            raise
+        _refused.add(settings)
+        return full(*args, **kwargs)
+
+
+def jit_at_effort(fn, options, **jit_kwargs):
+    """``jax.jit(fn, **jit_kwargs)`` compiled at ``options.compile_effort`` (a settled `Options`;
+    None: XLA's defaults), for a program built per call with no static ``options`` argument to
+    pick by (a sharded GEMM's, `jwmma.tiled.sharding`); as `effort_jit` inside another program
+    and where XLA refuses the options. Returns the callable."""
+    settings = () if options is None else compiler_options(options.platform, options.compile_effort)
+    full = jax.jit(fn, **jit_kwargs)
+    if not settings:
+        return full
+    tuned = jax.jit(fn, compiler_options=dict(settings), **jit_kwargs)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return _call_at(settings, tuned, full, args, kwargs)
+
+    return call
 
 
 def effort_jit(fn=None, *, static_argnames=()):

@@ -25,6 +25,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ..engine.effort import jit_at_effort
 from ..engine.validation import is_concrete
 from ..numerics.rounding import x64_scope
 from .operands import pad_a, pad_to
@@ -246,7 +247,9 @@ def _compiled(key, kernel, plan: Plan, shape):
         d = sharded(a, p, b, c)
         return d[..., :m_out, :n_out]
 
-    fn = jax.jit(run, out_shardings=NamedSharding(plan.mesh, _out_spec(plan, shape)))
+    # at the effort the GEMM settled (the kernel's ``options``), as its one-device program compiles
+    options = kernel.keywords.get("options") if isinstance(kernel, functools.partial) else None
+    fn = jit_at_effort(run, options, out_shardings=NamedSharding(plan.mesh, _out_spec(plan, shape)))
     if len(_COMPILED) > 64:
         _COMPILED.clear()
     _COMPILED[ck] = fn
