@@ -5,6 +5,7 @@ are `jwmma.isa.table`; a row is built there from its keyword record.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -90,6 +91,19 @@ class Family:
     modifiers: str = ""
     replicated: bool = False
     blocks: bool = False
+
+    def layout(self, operand: str, *args) -> np.ndarray:
+        """The read-only layout of ``operand`` ('a', 'b' or 'c') by this family's formula at
+        ``args``, computed once: the rows of one shape (targets, scale formats of one width)
+        share it, which keeps building the table at import cheap."""
+        return _layout(self, operand, args)
+
+
+@functools.lru_cache(maxsize=None)
+def _layout(family: Family, operand: str, args: tuple) -> np.ndarray:
+    arr = getattr(family, f"{operand}_layout")(*args)
+    arr.setflags(write=False)
+    return arr
 
 
 @dataclass(frozen=True, eq=False)

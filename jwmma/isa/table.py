@@ -222,8 +222,8 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
                 a_type=ta, b_type=tb, c_type=c, a=_operand(family, ta, n_a, long), b=_operand(family, tb, n_b, long),
                 c=_operand(family, c, 2 * n_c if opsel else n_c), convention=CONVENTIONS[convention], index=family.index, n_sets=sets,
                 default_model=own.get("model", model), default_evidence=own.get("evidence", evidence),
-                a_layout=_layout(family, "a", m, n_a, bits_a, k), b_layout=_layout(family, "b", m, n_b, bits_b, k),
-                c_layout=_layout(family, "c", m), dense=family.dense, target=target,
+                a_layout=family.layout("a", m, n_a, bits_a, k), b_layout=family.layout("b", m, n_b, bits_b, k),
+                c_layout=family.layout("c", m), dense=family.dense, target=target,
                 targets=tuple(t for t, _ in chips),
                 chain_order=rocjitsu_chain_order(kc) if register_chain else None,
                 blgp=own.get("blgp", blgp), scaled=family.scaled, fmt_codes=codes or (), blocks=blocks,
@@ -243,20 +243,7 @@ def _row(family: Family, name: str, *, m: int, n: int, k: int, a: str, b: str, c
     return spec
 
 
-_LAYOUTS: dict = {}  # (family, operand, formula arguments) -> the read-only layout array the rows share
-_CHECKED: set = set()  # (id of a layout array in _LAYOUTS, the matrix shape it was checked to cover)
-
-
-def _layout(family: Family, operand: str, *args) -> np.ndarray:
-    """``family``'s layout formula of ``operand`` ('a', 'b', 'c') at ``args``, computed once:
-    the rows of one family and shape (targets, scale formats of equal width) share it, which
-    keeps importing the table cheap (each process builds it)."""
-    key = (family, operand, args)
-    if key not in _LAYOUTS:
-        arr = getattr(family, f"{operand}_layout")(*args)
-        arr.setflags(write=False)
-        _LAYOUTS[key] = arr
-    return _LAYOUTS[key]
+_CHECKED: set = set()  # (id of a shared layout array, `Family.layout`'s, the matrix shape it was checked to cover)
 
 
 _R4, _C4, _C3, _W4 = RDNA4_SWMMAC, CDNA4_SMFMAC, CDNA3_SMFMAC, RDNA4_WMMA
