@@ -4,7 +4,9 @@ Compression is "consecutive": the two stored values of every group of four along
 axis keep their order, with positions increasing. Groups with fewer than two non-zeros are
 padded as hipSPARSELt does: the default metadata is positions (2, 3); a lone non-zero at
 position p < 3 is stored as (p, 3) with a zero second value, one at position 3 as (2, 3) with
-a zero first value. -0.0 counts as zero.
+a zero first value. -0.0 counts as zero; NaN does not, also in the fnuz formats, where its
+code 0x80 is the pattern of -0 elsewhere (`signed_zero`). Small operands in host memory are
+checked and compressed in numpy, nothing compiled (`host_sparsity`).
 
 Every helper keeps the input's dtype (int64, uint64, float64 too, whatever
 ``jax_enable_x64`` says), compares in the input's own precision (on bit patterns: subnormals
@@ -23,9 +25,11 @@ from jax import lax
 from ..keywords import strict_keywords
 from ..numerics.formats import F32, format_of, decode
 from ..numerics.rounding import fields_to_f64, round_f64, x64_scope
+from . import host_sparsity
+from .host_sparsity import BUCKET_MAX_GROUPS, bucket_rows as _bucket_rows, cut as _cut
 from .validation import as_array, check_bool_kw, check_values, fail_if, host_readable, is_concrete as jax_concrete
 
-__all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES", "check_2_4", "compress_groups"]
+__all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES", "check_2_4", "compress_groups", "signed_zero"]
 
 #: the pruning rules of `prune_2_4`
 RULES = ("largest", "hipsparselt")
@@ -37,37 +41,11 @@ def _is_float(dtype) -> bool:
     return np.dtype(dtype).kind == "f" or jnp.issubdtype(dtype, jnp.floating)
 
 
-#: a numpy operand (or a JAX array on one CPU device, read through numpy: `_host_bits`) of at
-#: most `BUCKET_MAX_GROUPS` groups runs in the program of its bucket: its
-#: groups, flattened to rows, zero-padded to BUCKET_MIN_GROUPS * BUCKET_GROWTH**j rows
-#: (`_bucket_rows`), and the result cut on the host. Every helper here works group by group and
-#: a padding group touches no other, so the results are the unpadded ones; operands of many
-#: shapes then share one program per dtype (issue 35 goal 5: a sweep's pruning, compressing,
-#: and `jwmma.gemm`'s 2:4 check had compiled one program per shape each). Larger operands keep
-#: their shape: their run outweighs a compile, and the host round trip would cost memory.
-BUCKET_MIN_GROUPS, BUCKET_GROWTH, BUCKET_MAX_GROUPS = 2**16, 4, 2**20
-
-
-def _bucket_rows(x, width: int):
-    """(rows, n) for a numpy array ``x`` (..., K), K a multiple of ``width``: its n = size /
-    width rows of ``width`` elements zero-padded to a bucket of rows (`BUCKET_MIN_GROUPS`; a
-    few milliseconds of host work for a tiny operand, where a compile costs 0.1-0.3 s); None
-    for other arrays (JAX arrays, traced values, more than `BUCKET_MAX_GROUPS` rows)."""
-    if not isinstance(x, np.ndarray) or x.size == 0 or x.size // width > BUCKET_MAX_GROUPS:
-        return None
-    n = x.size // width
-    rows = BUCKET_MIN_GROUPS
-    while rows < n:
-        rows *= BUCKET_GROWTH
-    out = np.zeros((rows, width), x.dtype)
-    out[:n] = x.reshape(n, width)
-    return out, n
-
-
-def _cut(y, n: int, shape):
-    """A bucket's result ``y`` (rows, width) cut to its first ``n`` rows on the host, in ``shape``,
-    back on the device (no program per shape)."""
-    return jax.device_put(np.ascontiguousarray(np.asarray(y)[:n].reshape(shape)))
+def signed_zero(dtype) -> bool:
+    """Whether ``dtype``'s sign bit alone is a zero (-0): floats but the fnuz formats, whose
+    pattern 0x80 is their one NaN (all-zero bits are their only zero, as for integers). What
+    the ``float_bits`` of `check_2_4` and `compress_groups` say about bit patterns."""
+    return _is_float(dtype) and "fnuz" not in np.dtype(dtype).name
 
 
 def _groups(x, what):
@@ -283,7 +261,8 @@ def _prune(g, rule, dtype):
 
 
 def _nonzero_bits(g, float_bits: bool):
-    """Non-zero mask of integer values, or of float bit patterns (-0 is zero, NaN is not)."""
+    """Non-zero mask of integer values (and fnuz bits), or of float bit patterns with a -0
+    (``float_bits``, `signed_zero`: -0 is zero, NaN is not)."""
     if not float_bits:
         return g != 0
     return (g & ((1 << (np.dtype(g.dtype).itemsize * 8 - 1)) - 1)) != 0
@@ -297,6 +276,14 @@ def _message_2_4(what, first, nonzeros, total):
         f"({int(total)} such group(s)); prune it first (jwmma.prune_2_4)"
         + (", or pass prune=True" if what == "a" else "")
     )
+
+
+def _raise_if_not_2_4(what, summary, groups):
+    """The ValueError of a concrete ``summary`` (failing groups, flat index of the first, its
+    non-zero count) of an operand of ``groups`` groups, if any group fails."""
+    total, first, nonzeros = (int(v) for v in summary)
+    if total:
+        raise ValueError(_message_2_4(what, tuple(int(i) for i in np.unravel_index(first, groups)), nonzeros, total))
 
 
 def _describe_2_4(what):
@@ -325,14 +312,15 @@ def compress_2_4(a24, *, what: str = "a24"):
             half = (*a24.shape[:-1], a24.shape[-1] // 2)
             return jnp.zeros(half, dtype), jnp.zeros(half, jnp.int32)
         bits = _host_bits(a24)
-        bucket = _bucket_rows(bits, 4)
         groups = (*a24.shape[:-1], a24.shape[-1] // 4)
+        if host_sparsity.small(bits):  # numpy: nothing to compile (host_sparsity)
+            _raise_if_not_2_4(what, host_sparsity.summary(bits, signed_zero(dtype)), groups)
+            values, pos, _ = host_sparsity.compress(bits, signed_zero(dtype))
+            return (jax.device_put(values.view(dtype) if _is_float(dtype) else values), jax.device_put(pos))
+        bucket = _bucket_rows(bits, 4)
         values, pos, count, summary = _compress_array(bits if bucket is None else bucket[0], dtype.name)
         if jax_concrete(count):  # the summary came from the same program: nothing more to compile
-            total, first, nonzeros = (int(v) for v in summary)
-            if total:  # a bucket's padding groups are zeros: never the first bad group
-                first = tuple(int(i) for i in np.unravel_index(first, groups))
-                raise ValueError(_message_2_4(what, first, nonzeros, total))
+            _raise_if_not_2_4(what, summary, groups)  # a bucket's padding groups are zeros: never the first bad group
         else:
             fail_if(count > 2, _describe_2_4(what), count)
         if bucket is not None:
@@ -349,7 +337,7 @@ def _compress_array(a24, dtype):
     dtype = jnp.dtype(dtype)
     bits = _to_bits(a24)
     g = _in_groups(bits)
-    values, pos, count = _compress_core(g, _nonzero_bits(g, _is_float(dtype)))
+    values, pos, count = _compress_core(g, _nonzero_bits(g, signed_zero(dtype)))
     bad = (count > 2).reshape(-1)
     first = jnp.argmax(bad)
     summary = (jnp.sum(bad, dtype=jnp.int32), first, count.reshape(-1)[first])
@@ -362,20 +350,21 @@ def check_2_4(a24, *, what: str = "a24", float_bits: bool = False) -> None:
     (three scalars come back, no temporary of A's size); traced input is checked when the
     computation runs, as `compress_2_4` checks it. Floats are read as their bits (no float
     operation); ``float_bits``: ``a24`` holds float bit patterns already (unsigned ints of
-    their width). For callers that compress later, block by block (`jwmma.gemm`,
-    `compress_groups`)."""
+    their width) of a format with a -0 (`signed_zero`; fnuz bits pass False). For callers
+    that compress later, block by block (`jwmma.gemm`, `compress_groups`)."""
     x = _operand(a24, what)
     if x.size == 0:
         return
     with x64_scope():
-        float_bits = float_bits or _is_float(x.dtype)
+        float_bits = float_bits or signed_zero(x.dtype)
         if jax_concrete(x):
             bits = _host_bits(x)
-            bucket = _bucket_rows(bits, 4)  # padding groups are zeros: never counted, never first
-            total, first, nonzeros = _summary_2_4(bits if bucket is None else bucket[0], float_bits)
-            if int(total):
-                first = tuple(int(i) for i in np.unravel_index(int(first), (*x.shape[:-1], x.shape[-1] // 4)))
-                raise ValueError(_message_2_4(what, first, int(nonzeros), int(total)))
+            if host_sparsity.small(bits):  # numpy: nothing to compile (host_sparsity)
+                summary = host_sparsity.summary(bits, float_bits)
+            else:
+                bucket = _bucket_rows(bits, 4)  # padding groups are zeros: never counted, never first
+                summary = _summary_2_4(bits if bucket is None else bucket[0], float_bits)
+            _raise_if_not_2_4(what, summary, (*x.shape[:-1], x.shape[-1] // 4))
             return
         x, g = _groups(x, what)
         count = _compress(g, float_bits)[2]
@@ -399,8 +388,9 @@ def compress_groups(a24, *, float_bits: bool = False):
     """`compress_2_4` without its check, for traced code that checked ``a24`` already
     (`check_2_4`): (values, positions int32) of a (..., K) array, K divisible by 4. Groups with
     more than two non-zeros keep their first two (undefined for a caller that did not check).
-    ``float_bits``: ``a24`` holds the bit patterns of floats as unsigned ints of their width
-    (-0 counts as zero; the values come back as bits): no float operation at all."""
+    ``float_bits``: ``a24`` holds the bit patterns of floats with a -0 (`signed_zero`; fnuz
+    bits pass False) as unsigned ints of their width (-0 counts as zero; the values come back
+    as bits): no float operation at all."""
     g = _in_groups(a24)
     values, pos, _ = _compress(g, float_bits)
     return values, pos

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..engine.sparsity import check_2_4, compress_groups, prune_2_4
+from ..engine.sparsity import check_2_4, compress_groups, prune_2_4, signed_zero
 from ..engine.validation import is_concrete
 from ..numerics.formats import F32, format_of
 from ..numerics.rounding import round_f64, x64_scope
@@ -129,7 +129,7 @@ def _compressed(a):
     the program runs: the check of a traced dense A is a host callback (a debug effect), which
     costs a round trip per GEMM and keeps the contraction alive where its result is unused."""
     bits = _pad_k(lax.bitcast_convert_type(a, _WIDTH[np.dtype(a.dtype).itemsize]), -1)
-    values, positions = compress_groups(bits, float_bits=True)
+    values, positions = compress_groups(bits, float_bits=signed_zero(a.dtype))  # fnuz: 0x80 is NaN
     return lax.bitcast_convert_type(values, a.dtype), positions
 
 

@@ -17,7 +17,7 @@ from jax import lax
 import numpy as np
 
 from ..engine.fragments import check_value_input, format_code, scale_codes, storage_bits, to_codes
-from ..engine.sparsity import check_2_4, compress_groups, prune_2_4, prune_bits
+from ..engine.sparsity import check_2_4, compress_groups, prune_2_4, prune_bits, signed_zero
 from ..engine.validation import as_array, check_bool_kw, check_static_bool, check_values, fail_if, is_concrete
 from ..isa.table import SCALE_FORMATS, BuiltinSpec, lookup
 from ..isa.types import element_type
@@ -313,7 +313,7 @@ def _checked_a(spec: BuiltinSpec, a, prune: bool, check: bool, lohi):
         a = check_value_input(spec.a_type, a, "a", spec.name)  # the dtype, before it becomes bits
         if prune:  # pruned by `convert`, inside the GEMM's program
             return _padded_bits(a, k4), None, k, "compress", np.dtype(a.dtype).name
-        check_2_4(_padded_bits(a, k4), what="a", float_bits=True)
+        check_2_4(_padded_bits(a, k4), what="a", float_bits=signed_zero(a.dtype))  # fnuz: 0x80 is NaN
         return storage_bits(a), None, k, "compress", ""
     if prune:  # once, whole (the range check of integers covers the kept values only, as before)
         a = prune_2_4(pad_to(jnp.asarray(a), {-1: k4}))
@@ -395,7 +395,8 @@ def convert(form: Form, a, pos, b, c):
             # the barrier keeps the pruning one fusion: fused into each consumer of the pruned A
             # (values and positions), XLA computed it twice (a bucket's first call +0.4 CPU s)
             a = lax.optimization_barrier(prune_bits(a, form.prune_as))
-        values, pos = compress_groups(a, float_bits=element_type(form.a_type).is_float)
+        a_type = element_type(form.a_type)
+        values, pos = compress_groups(a, float_bits=a_type.is_float and signed_zero(a_type.format.dtype))
     return (to_codes(form.a_type, values), pos, to_codes(form.b_type, b),
             None if c is None else to_codes(form.c_type, c))
 

@@ -1,0 +1,105 @@
+"""The 2:4 helpers' work on the host (API.md section 4, BUILTINS.md section 5): small operands
+in numpy, larger ones in the compiled program of a bucket of rows.
+
+Why: `jwmma.engine.sparsity`'s programs compile once per dtype and bucket, 0.1-0.4 CPU s each
+(a first `compress_2_4` of a 16 x 128 fp8 A: 0.42 s; the 2:4 check of a first `jwmma.gemm`:
+0.23 s), while numpy counts and gathers a small operand's groups in well under a millisecond.
+Operands of at most `HOST_MAX_GROUPS` groups in host memory (numpy arrays, JAX arrays on one
+CPU device) are checked and compressed here, with nothing to compile; a bucket's program
+runs at least `BUCKET_MIN_GROUPS` groups, so numpy is the faster below that size anyway.
+
+The numpy forms compute what `sparsity._summary_2_4` and `sparsity._compress_core` compute,
+on the same bits (floats as unsigned ints of their width, -0 counted as zero where the format
+has one, values copied bit for bit); the tests check both forms against each other and against references written
+from the spec.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+__all__ = ["HOST_MAX_GROUPS", "BUCKET_MIN_GROUPS", "BUCKET_GROWTH", "BUCKET_MAX_GROUPS", "small", "summary",
+           "compress", "bucket_rows", "cut"]
+
+#: the most groups of four a numpy form takes (2**16 elements: ~1 ms of numpy at most)
+HOST_MAX_GROUPS = 2**14
+
+#: a numpy operand (or a JAX array on one CPU device, read through numpy) of at most
+#: `BUCKET_MAX_GROUPS` groups, and more than `HOST_MAX_GROUPS`, runs in the program of its
+#: bucket: its groups, flattened to rows, zero-padded to BUCKET_MIN_GROUPS * BUCKET_GROWTH**j
+#: rows (`bucket_rows`), and the result cut on the host. Every helper works group by group and
+#: a padding group touches no other, so the results are the unpadded ones; operands of many
+#: shapes then share one program per dtype (issue 35 goal 5: a sweep's pruning, compressing,
+#: and `jwmma.gemm`'s 2:4 check had compiled one program per shape each). Larger operands keep
+#: their shape: their run outweighs a compile, and the host round trip would cost memory.
+BUCKET_MIN_GROUPS, BUCKET_GROWTH, BUCKET_MAX_GROUPS = 2**16, 4, 2**20
+
+
+def small(bits, width: int = 4) -> bool:
+    """Whether ``bits`` is a numpy array of at most `HOST_MAX_GROUPS` rows of ``width``."""
+    return isinstance(bits, np.ndarray) and bits.size // width <= HOST_MAX_GROUPS
+
+
+def _nonzero(g: np.ndarray, float_bits: bool) -> np.ndarray:
+    """Non-zero mask of integer values (and fnuz bits), or of float bit patterns with a -0
+    (``float_bits``, `sparsity.signed_zero`: -0 is zero, NaN is not)."""
+    if not float_bits:
+        return g != 0
+    magnitude = np.array((1 << (g.dtype.itemsize * 8 - 1)) - 1).astype(g.dtype)
+    return (g & magnitude) != 0
+
+
+def summary(bits: np.ndarray, float_bits: bool) -> tuple:
+    """(groups with more than two non-zeros, flat index of the first (0 when none), that
+    group's non-zero count) of ``bits`` (..., K), K divisible by 4: Python ints."""
+    count = _nonzero(bits.reshape(-1, 4), float_bits).sum(-1)
+    bad = count > 2
+    first = int(np.argmax(bad)) if bad.size else 0
+    return int(bad.sum()), first, int(count[first]) if bad.size else 0
+
+
+def compress(bits: np.ndarray, float_bits: bool) -> tuple:
+    """("consecutive" compression, `jwmma.engine.sparsity`'s doc) of ``bits`` (..., K):
+    (values (..., K/2) of bits' dtype, positions (..., K/2) int32, non-zero count per group
+    (..., K/4)). A group of more than two non-zeros keeps its first two (callers check)."""
+    g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+    nz = _nonzero(g, float_bits)
+    count = nz.sum(-1, dtype=np.int32)
+    idx = np.arange(4, dtype=np.int32)
+    p_first = np.where(nz, idx, 4).min(-1)
+    p_second = np.where(nz & (idx > p_first[..., None]), idx, 4).min(-1)
+    pos0 = np.where(count >= 2, p_first, np.where((count == 1) & (p_first < 3), p_first, 2))
+    pos1 = np.where(count >= 2, p_second, 3)
+    v0 = np.take_along_axis(g, pos0[..., None], -1)[..., 0]
+    v1 = np.take_along_axis(g, pos1[..., None], -1)[..., 0]
+    # padding: no non-zero gives zeros; a lone one below position 3 sits in slot 0 with a zero
+    # in slot 1 (position 3), a lone one at position 3 in slot 1 with a zero in slot 0
+    zero = np.zeros((), g.dtype)  # (a Python 0 would promote uint64 to float64 in NumPy 1)
+    v0 = np.where((count == 0) | ((count == 1) & (p_first == 3)), zero, v0)
+    v1 = np.where((count == 0) | ((count == 1) & (p_first < 3)), zero, v1)
+    half = (*bits.shape[:-1], bits.shape[-1] // 2)
+    values = np.stack([v0, v1], -1).reshape(half)
+    pos = np.stack([pos0, pos1], -1).astype(np.int32).reshape(half)
+    return values, pos, count
+
+
+def bucket_rows(x, width: int):
+    """(rows, n) for a numpy array ``x`` (..., K), K a multiple of ``width``: its n = size /
+    width rows of ``width`` elements zero-padded to a bucket of rows (`BUCKET_MIN_GROUPS`; a
+    few milliseconds of host work for a tiny operand, where a compile costs 0.1-0.3 s); None
+    for other arrays (JAX arrays, traced values, more than `BUCKET_MAX_GROUPS` rows)."""
+    if not isinstance(x, np.ndarray) or x.size == 0 or x.size // width > BUCKET_MAX_GROUPS:
+        return None
+    n = x.size // width
+    rows = BUCKET_MIN_GROUPS
+    while rows < n:
+        rows *= BUCKET_GROWTH
+    out = np.zeros((rows, width), x.dtype)
+    out[:n] = x.reshape(n, width)
+    return out, n
+
+
+def cut(y, n: int, shape):
+    """A bucket's result ``y`` (rows, width) cut to its first ``n`` rows on the host, in ``shape``,
+    back on the device (no program per shape)."""
+    return jax.device_put(np.ascontiguousarray(np.asarray(y)[:n].reshape(shape)))
