@@ -36,6 +36,8 @@ SETS = {
         "default": {},
         "O0": {"xla_backend_optimization_level": 0},
         "O1": {"xla_backend_optimization_level": 1},
+        # XLA:CPU's loop emitters instead of its MLIR fusion emitters (JAX 0.10; JAX 0.11 refuses it)
+        "O0_loop_emitters": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
     },
     "gpu": {
         "default": {},

@@ -12,6 +12,7 @@ import numpy as np
 from .. import models
 from ..engine import effort, fragments, sparsity
 from ..engine.builtins import FUNCTIONS
+from ..engine.options import Options, resolve
 from ..engine.step import context
 from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec
@@ -81,8 +82,7 @@ def _quick_jit(fn, **jit_kwargs):
     """``fn`` jitted with the 'fast' compile effort (`jwmma.engine.effort`): the demo's data
     preparation and unpacking run once, on little data, so their optimisation would cost
     more than it saves."""
-    return jax.jit(fn, compiler_options=dict(effort.compiler_options(jax.default_backend(), "fast")) or None,
-                   **jit_kwargs)
+    return effort.jit_at_effort(fn, resolve(Options(compile_effort="fast")), **jit_kwargs)
 
 
 def _reference(spec: BuiltinSpec, a24, b, c, clamp=False):

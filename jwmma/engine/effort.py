@@ -8,10 +8,14 @@ its optimisation costs. `Options.compile_effort` says what to do:
 * ``'fast'``: on CPUs, XLA's backend (LLVM) at -O0 (`FAST_OPTIONS`): measured on a 2-core CPU
   (JAX 0.10.2 and 0.11.2, 64 waves), builtin programs compile 1.4-2.4x faster (fp8 cdna3
   0.76 -> 0.46 s, bf16 cdna3 2.7 -> 1.1 s, `exact` 2.5 -> 1.3 s) and run 2-24x slower
-  (block-scaled MX: 0.03 -> 0.67 s); elsewhere the same as 'full'. (XLA:CPU's classic loop
-  emitters, ``xla_cpu_use_fusion_emitters=False``, halved those compile times again on JAX
-  0.10 but compiled the block-scaled program for minutes, and JAX 0.11 no longer takes the
-  option: not used.)
+  (block-scaled MX: 0.03 -> 0.67 s); elsewhere the same as 'full'. Where XLA takes it (JAX
+  0.10; JAX 0.11 refuses it, and calls compile without it), also XLA:CPU's loop emitters
+  instead of its MLIR fusion emitters (``xla_cpu_use_fusion_emitters=False``), whose pass
+  pipeline per fused kernel was most of a compile: 'fast' programs compile 2-2.8x faster
+  again and run 1.0-1.5x slower (`benchmarks/bench_compile_options.py`, set
+  ``O0_loop_emitters``), same bits. Only with the looped programs 'fast' builds: the
+  unrolled program of a large block-scaled GEMM (a user's jit of a 256 x 512 x 256 MX
+  `jwmma.matmul`, compiled with these options) took 17 s to compile and ran 48x slower.
 * ``'auto'`` (the default): 'fast' for a call of at most `FAST_PRODUCTS` (weighted) products,
   'full' above (`settle`): a call that small runs in less than the compile time it saves.
   A program called more than `TIER_UP_CALLS` times is then compiled at 'full' (a small call
@@ -48,7 +52,7 @@ EFFORTS = ("auto", "fast", "full")
 #: (`jwmma.models.base.Model.compile_weight`; every model weighs 1 now)
 FAST_PRODUCTS = 2**22
 #: XLA compile options of 'fast', per platform (`compiler_options` keeps those the installed XLA accepts)
-FAST_OPTIONS = {"cpu": (("xla_backend_optimization_level", 0),)}
+FAST_OPTIONS = {"cpu": (("xla_backend_optimization_level", 0), ("xla_cpu_use_fusion_emitters", False))}
 
 
 #: calls of one program that 'auto' runs compiled fast; the next call compiles it at 'full', so
@@ -104,26 +108,33 @@ def shapes_key(*arrays) -> tuple:
     return tuple(None if x is None else (tuple(x.shape), np.dtype(x.dtype)) for x in arrays)
 
 
-#: option sets XLA refused (it says INVALID_ARGUMENT, "No such compile option"): their calls
-#: compile with XLA's defaults from then on
+#: names of the options XLA refused (it says INVALID_ARGUMENT, "No such compile option":
+#: an XLA that does not know them): calls compile without them from then on
 _refused: set = set()
 
 
 def compiler_options(platform: str | None, effort: str) -> tuple:
     """The XLA compile options of ``effort`` on ``platform``, as a tuple of (name, value)
-    pairs (empty for 'full', for platforms without any, and once the installed XLA has
-    refused them). They are not tried on a program of their own beforehand (that cost every
-    process one more compile, 0.02 CPU s of a first call): `_EffortJit` compiles with XLA's
-    defaults where XLA refuses them."""
+    pairs (empty for 'full' and for platforms without any), less those the installed XLA has
+    refused. They are not tried on a program of their own beforehand (that cost every
+    process one more compile, 0.02 CPU s of a first call): `_call_at` drops an option XLA
+    refuses and compiles again with the others (XLA's defaults where none is left)."""
     if effort != "fast":
         return ()
-    wanted = tuple(FAST_OPTIONS.get(platform or "", ()))
-    return () if wanted in _refused else wanted
+    return tuple(p for p in FAST_OPTIONS.get(platform or "", ()) if p[0] not in _refused)
 
 
 def _is_refusal(error: Exception) -> bool:
     """Whether XLA refused a compile option (an XLA it does not know)."""
     return "No such compile option" in str(error)
+
+
+def _refuse(settings: tuple, error: Exception) -> tuple:
+    """Record the options of ``settings`` that ``error`` (a refusal) names, all of them where
+    it names none; returns the settings left."""
+    named = {name for name, _ in settings if repr(name) in str(error) or f'"{name}"' in str(error)}
+    _refused.update(named or {name for name, _ in settings})
+    return tuple(p for p in settings if p[0] not in _refused)
 
 
 class _EffortJit:
@@ -145,7 +156,7 @@ class _EffortJit:
         settings = () if options is None else compiler_options(options.platform, options.compile_effort)
         if not settings:
             return self.full(*args, **kwargs)
-        return _call_at(settings, self._jit(settings), self.full, args, kwargs)
+        return _call_at(settings, self._jit, self.full, args, kwargs)
 
     def trace(self, *args, **kwargs):
         return self.full.trace(*args, **kwargs)
@@ -154,23 +165,25 @@ class _EffortJit:
         return self.full.lower(*args, **kwargs)
 
 
-def _call_at(settings: tuple, tuned, full, args, kwargs):
-    """``tuned(*args, **kwargs)`` (a jit with compiler options ``settings``), or ``full`` (XLA's
-    defaults) inside a user's jit/vmap/grad, where the outer program decides, and where XLA
-    refuses the options."""
+def _call_at(settings: tuple, make, full, args, kwargs):
+    """``make(settings)(*args, **kwargs)`` (``make`` gives the jit with compiler options
+    ``settings``), or ``full`` (XLA's defaults) inside a user's jit/vmap/grad, where the outer
+    program decides; an option XLA refuses is dropped and the call compiled with the others
+    (`_refuse`; with ``full`` where none is left)."""
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
         return full(*args, **kwargs)
-    try:
-        return tuned(*args, **kwargs)
-    except ValueError as e:  # JAX takes compiler options only at the top level (not inside another jit)
-        if "compiler_options" not in str(e):
-            raise
-        return full(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - an XLA that does not know an option: its defaults
-        if not _is_refusal(e):
-            raise
-        _refused.add(settings)
-        return full(*args, **kwargs)
+    while settings:
+        try:
+            return make(settings)(*args, **kwargs)
+        except ValueError as e:  # JAX takes compiler options only at the top level (not inside another jit)
+            if "compiler_options" not in str(e):
+                raise
+            break
+        except Exception as e:  # noqa: BLE001 - an XLA that does not know an option: the others
+            if not _is_refusal(e):
+                raise
+            settings = _refuse(settings, e)
+    return full(*args, **kwargs)
 
 
 def jit_at_effort(fn, options, **jit_kwargs):
@@ -182,11 +195,16 @@ def jit_at_effort(fn, options, **jit_kwargs):
     full = jax.jit(fn, **jit_kwargs)
     if not settings:
         return full
-    tuned = jax.jit(fn, compiler_options=dict(settings), **jit_kwargs)
+    jits = {}
+
+    def make(settings):
+        if settings not in jits:
+            jits[settings] = jax.jit(fn, compiler_options=dict(settings), **jit_kwargs)
+        return jits[settings]
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        return _call_at(settings, tuned, full, args, kwargs)
+        return _call_at(compiler_options(options.platform, options.compile_effort), make, full, args, kwargs)
 
     return call
 
