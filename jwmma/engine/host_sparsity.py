@@ -8,18 +8,19 @@ Operands of at most `HOST_MAX_GROUPS` groups in host memory (numpy arrays, JAX a
 CPU device) are checked and compressed here, with nothing to compile; a bucket's program
 runs at least `BUCKET_MIN_GROUPS` groups, so numpy is the faster below that size anyway.
 
-The numpy forms compute what `sparsity._summary_2_4` and `sparsity._compress_core` compute,
-on the same bits (floats as unsigned ints of their width, -0 counted as zero where the format
-has one, values copied bit for bit); the tests check both forms against each other and against references written
-from the spec.
+The numpy forms compute what `sparsity._summary_2_4` and `sparsity._compress_core` compute
+(the non-zero rule, `nonzero`, is one function for both), on the same bits (floats as
+unsigned ints of their width, -0 counted as zero where the format has one, values copied bit
+for bit); the tests check both forms against each other and against references written from
+the spec.
 """
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-__all__ = ["HOST_MAX_GROUPS", "BUCKET_MIN_GROUPS", "BUCKET_GROWTH", "BUCKET_MAX_GROUPS", "small", "summary",
-           "compress", "bucket_rows", "cut"]
+__all__ = ["HOST_MAX_GROUPS", "BUCKET_MIN_GROUPS", "BUCKET_GROWTH", "BUCKET_MAX_GROUPS", "small", "nonzero",
+           "count_summary", "summary", "compress", "bucket_rows", "cut"]
 
 #: the most groups of four a numpy form takes (2**16 elements: ~1 ms of numpy at most)
 HOST_MAX_GROUPS = 2**14
@@ -35,27 +36,35 @@ HOST_MAX_GROUPS = 2**14
 BUCKET_MIN_GROUPS, BUCKET_GROWTH, BUCKET_MAX_GROUPS = 2**16, 4, 2**20
 
 
-def small(bits, width: int = 4) -> bool:
-    """Whether ``bits`` is a numpy array of at most `HOST_MAX_GROUPS` rows of ``width``."""
-    return isinstance(bits, np.ndarray) and bits.size // width <= HOST_MAX_GROUPS
+def small(bits) -> bool:
+    """Whether ``bits`` is a numpy array of at most `HOST_MAX_GROUPS` groups of four."""
+    return isinstance(bits, np.ndarray) and bits.size // 4 <= HOST_MAX_GROUPS
 
 
-def _nonzero(g: np.ndarray, float_bits: bool) -> np.ndarray:
+def nonzero(g, float_bits: bool):
     """Non-zero mask of integer values (and fnuz bits), or of float bit patterns with a -0
-    (``float_bits``, `sparsity.signed_zero`: -0 is zero, NaN is not)."""
+    (``float_bits``, `sparsity.signed_zero`: -0 is zero, NaN is not): the one rule of both
+    forms, for numpy arrays here and for JAX arrays in `sparsity`'s programs."""
     if not float_bits:
         return g != 0
-    magnitude = np.array((1 << (g.dtype.itemsize * 8 - 1)) - 1).astype(g.dtype)
+    # the mask in g's own dtype: a Python int beside uint64 would promote to float64 in NumPy 1
+    magnitude = np.array((1 << (np.dtype(g.dtype).itemsize * 8 - 1)) - 1).astype(g.dtype)
     return (g & magnitude) != 0
 
 
-def summary(bits: np.ndarray, float_bits: bool) -> tuple:
+def count_summary(count) -> tuple:
     """(groups with more than two non-zeros, flat index of the first (0 when none), that
-    group's non-zero count) of ``bits`` (..., K), K divisible by 4: Python ints."""
-    count = _nonzero(bits.reshape(-1, 4), float_bits).sum(-1)
-    bad = count > 2
-    first = int(np.argmax(bad)) if bad.size else 0
-    return int(bad.sum()), first, int(count[first]) if bad.size else 0
+    group's non-zero count) of the non-zero counts ``count`` of a non-empty operand's groups:
+    Python ints."""
+    flat = np.asarray(count).reshape(-1)
+    bad = flat > 2
+    first = int(np.argmax(bad))
+    return int(bad.sum()), first, int(flat[first])
+
+
+def summary(bits: np.ndarray, float_bits: bool) -> tuple:
+    """`count_summary` of ``bits`` (..., K), K divisible by 4, non-empty."""
+    return count_summary(nonzero(bits.reshape(-1, 4), float_bits).sum(-1))
 
 
 def compress(bits: np.ndarray, float_bits: bool) -> tuple:
@@ -63,7 +72,7 @@ def compress(bits: np.ndarray, float_bits: bool) -> tuple:
     (values (..., K/2) of bits' dtype, positions (..., K/2) int32, non-zero count per group
     (..., K/4)). A group of more than two non-zeros keeps its first two (callers check)."""
     g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
-    nz = _nonzero(g, float_bits)
+    nz = nonzero(g, float_bits)
     count = nz.sum(-1, dtype=np.int32)
     idx = np.arange(4, dtype=np.int32)
     p_first = np.where(nz, idx, 4).min(-1)

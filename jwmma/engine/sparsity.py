@@ -260,14 +260,6 @@ def _prune(g, rule, dtype):
     return jnp.where(keep, g, jnp.zeros((), g.dtype))
 
 
-def _nonzero_bits(g, float_bits: bool):
-    """Non-zero mask of integer values (and fnuz bits), or of float bit patterns with a -0
-    (``float_bits``, `signed_zero`: -0 is zero, NaN is not)."""
-    if not float_bits:
-        return g != 0
-    return (g & ((1 << (np.dtype(g.dtype).itemsize * 8 - 1)) - 1)) != 0
-
-
 def _message_2_4(what, first, nonzeros, total):
     *row, group = first
     return (
@@ -314,8 +306,8 @@ def compress_2_4(a24, *, what: str = "a24"):
         bits = _host_bits(a24)
         groups = (*a24.shape[:-1], a24.shape[-1] // 4)
         if host_sparsity.small(bits):  # numpy: nothing to compile (host_sparsity)
-            _raise_if_not_2_4(what, host_sparsity.summary(bits, signed_zero(dtype)), groups)
-            values, pos, _ = host_sparsity.compress(bits, signed_zero(dtype))
+            values, pos, count = host_sparsity.compress(bits, signed_zero(dtype))
+            _raise_if_not_2_4(what, host_sparsity.count_summary(count), groups)
             return (jax.device_put(values.view(dtype) if _is_float(dtype) else values), jax.device_put(pos))
         bucket = _bucket_rows(bits, 4)
         values, pos, count, summary = _compress_array(bits if bucket is None else bucket[0], dtype.name)
@@ -337,7 +329,7 @@ def _compress_array(a24, dtype):
     dtype = jnp.dtype(dtype)
     bits = _to_bits(a24)
     g = _in_groups(bits)
-    values, pos, count = _compress_core(g, _nonzero_bits(g, signed_zero(dtype)))
+    values, pos, count = _compress_core(g, host_sparsity.nonzero(g, signed_zero(dtype)))
     bad = (count > 2).reshape(-1)
     first = jnp.argmax(bad)
     summary = (jnp.sum(bad, dtype=jnp.int32), first, count.reshape(-1)[first])
@@ -378,10 +370,10 @@ def _summary_2_4(x, float_bits: bool):
     was a program of its own, compiled again for every shape)."""
     bits = _to_bits(x)
     g = _in_groups(bits)
-    bad = (_nonzero_bits(g, float_bits).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
+    bad = (host_sparsity.nonzero(g, float_bits).sum(-1, dtype=jnp.int32) > 2).reshape(-1)
     first = jnp.argmax(bad)
     return (jnp.sum(bad, dtype=jnp.int32), first,
-            _nonzero_bits(g.reshape(-1, 4)[first], float_bits).sum(dtype=jnp.int32))
+            host_sparsity.nonzero(g.reshape(-1, 4)[first], float_bits).sum(dtype=jnp.int32))
 
 
 def compress_groups(a24, *, float_bits: bool = False):
@@ -400,7 +392,7 @@ def compress_groups(a24, *, float_bits: bool = False):
 def _compress(g, float_bits: bool):
     """(values, positions, non-zero count per group) of groups (..., G, 4) of integer values
     or float bits: one fused program (no eager temporaries of A's size)."""
-    return _compress_core(g, _nonzero_bits(g, float_bits))
+    return _compress_core(g, host_sparsity.nonzero(g, float_bits))
 
 
 def _compress_core(vals, nz):
