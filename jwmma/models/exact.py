@@ -196,12 +196,12 @@ class Exact(Model):
         p_all = jnp.broadcast_to(p, jnp.broadcast_shapes(p.shape, psign.shape))
         span = few_products_span(ctx, k)
         if few_products(ctx, k):
-            bits, is_zero = few_products_sum_bits(p_all, cfin, ctx)
+            bits, is_zero = few_products_sum_bits(p_all, cfin, ctx, loop)
         elif span is not None:  # bf16: the error-free sums where the data's exponents allow them
             nz = p_all != 0
             e = jnp.broadcast_to(pexp, p_all.shape)
             spread = jnp.max(jnp.where(nz, e, -(1 << 20)), axis=-2) - jnp.min(jnp.where(nz, e, 1 << 20), axis=-2)
-            bits, is_zero = lax.cond(jnp.all(spread <= span), lambda: few_products_sum_bits(p_all, cfin, ctx),
+            bits, is_zero = lax.cond(jnp.all(spread <= span), lambda: few_products_sum_bits(p_all, cfin, ctx, loop),
                                      lambda: exact_sum_bits(psign, p, pexp, cfin, ctx, k, loop))
         else:
             bits, is_zero = exact_sum_bits(psign, p, pexp, cfin, ctx, k, loop)

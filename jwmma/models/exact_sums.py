@@ -109,7 +109,13 @@ def few_products_span(ctx: Context, k: int) -> int | None:
     return 102 - 2 * lg - (ctx.a.mbits + ctx.b.mbits)
 
 
-def few_products_sum_bits(p_f64, c_fields, ctx: Context):
+#: products above which `few_products_sum_bits` loops its cascade where asked: unrolled, the 63
+#: two-sums of an fp8 instruction's 64 products were half of its `exact` program (first call
+#: 1.11 -> 0.91 CPU s looped, 2-core Zen 1); at 16 and 32 products the loop saved nothing
+SCAN_PRODUCTS = 32
+
+
+def few_products_sum_bits(p_f64, c_fields, ctx: Context, loop: bool = False):
     """Bits of RN(sum_k p_k + C) in ``ctx.c`` for a few finite products (`few_products`), by
     error-free float64 sums instead of bands and limbs (CDNA1's groups of 2 and 4: an order of
     magnitude fewer operations; an f16 or 8-bit instruction's 16-64 products).
@@ -127,6 +133,8 @@ def few_products_sum_bits(p_f64, c_fields, ctx: Context):
     Args:
         p_f64: (..., K, N) exact float64 products (0 where absent or special).
         c_fields: decoded finite accumulator (NaN / Inf given as 0).
+        loop: for K > `SCAN_PRODUCTS`, the two-sum cascade as one `lax.scan` over K
+            (`jwmma.models.grouping.loops`): the same operations in the same order.
     Returns:
         (bits, is_zero): (..., N) int32 bits of ``ctx.c``, and where the exact sum is 0.
     """
@@ -137,9 +145,15 @@ def few_products_sum_bits(p_f64, c_fields, ctx: Context):
     if k == 2:
         ph, pl = two_sum(ph, p_f64[..., 1, :])
     elif k > 2:
-        for i in range(1, k):
-            ph, err = two_sum(ph, p_f64[..., i, :])
-            pl = pl + err  # exact (`few_products`)
+        def add(acc, p):
+            ph, err = two_sum(acc[0], p)
+            return (ph, acc[1] + err), None  # exact (`few_products`)
+
+        if loop and k > SCAN_PRODUCTS:
+            (ph, pl), _ = lax.scan(add, (ph, pl), jnp.moveaxis(p_f64[..., 1:, :], -2, 0))
+        else:
+            for i in range(1, k):
+                (ph, pl), _ = add((ph, pl), p_f64[..., i, :])
         ph, pl = two_sum(ph, pl)
     c = fields_to_f64(c_fields.sign, c_fields.sig, c_fields.exp, fc.mbits)
     th, tl = two_sum(c, ph)
