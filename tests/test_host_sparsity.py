@@ -167,3 +167,44 @@ def test_fnuz_nan_reaches_the_sparse_gemm(rng):
               jax.jit(lambda a, b: jwmma.gemm(a, b, builtin=name))(a, b)):
         d = np.asarray(d)
         assert np.isnan(d[5]).all() and not np.isnan(np.delete(d, 5, 0)).any()
+
+
+def _prune_reference(values, dtype):
+    """`prune_2_4(rule="largest")` from API.md section 4, per group in Python numbers: keep the
+    two largest magnitudes (floats compared exactly as float64, NaN as an infinite magnitude,
+    tying with Inf), ties to the lower position; the others +0. Returns the kept mask."""
+    keep = []
+    for q in range(len(values) // 4):
+        mags = []
+        for v in values[4 * q: 4 * q + 4]:
+            m = abs(float(v)) if _is_float(dtype) else abs(int(v))
+            mags.append(float("inf") if m != m else m)
+        order = sorted(range(4), key=lambda p: (-mags[p], p))
+        keep += [p in order[:2] for p in range(4)]
+    return np.array(keep)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_prune_host_and_compiled_forms_equal_the_reference(dtype, rng):
+    """`prune_2_4` of a small host operand (numpy, nothing compiled) and of a large one (its
+    bucket's program) keep the groups' two largest magnitudes as the reference does, on random
+    bit patterns with repeated values (ties), both zeros, NaN and Inf codes; kept values keep
+    their bits, the others are +0."""
+    dt = np.dtype(dtype)
+    store = np.dtype(UINT[dt.itemsize]) if _is_float(dtype) else dt
+    width = dt.itemsize * 8
+    pool = _groups_bits(rng, dtype, 64, max_nonzeros=4)
+    bits = rng.choice(pool, 4 * 96)  # draws from a small pool: many ties within groups
+    values = bits.view(dt) if _is_float(dtype) else bits
+    want = np.where(_prune_reference(values, dtype), bits, np.zeros((), store))
+    jax.block_until_ready(jwmma.prune_2_4(np.zeros((1, 4), dt)))  # JAX's own first-use programs
+    before = len(_COMPILES)
+    small = np.asarray(jwmma.prune_2_4(values.reshape(3, 128)))
+    assert len(_COMPILES) == before, "a small host operand compiled a program"
+    rows = host_sparsity.HOST_MAX_GROUPS // 32 + 1  # 128 columns: 32 groups a row
+    big = np.asarray(jwmma.prune_2_4(np.resize(values, (rows, 128))))
+    assert len(_COMPILES) > before  # the bucket's program
+    got = [small.view(store).reshape(-1), big[:3].view(store).reshape(-1)]
+    for g in got:
+        assert [int(v) for v in g] == [int(v) for v in want], f"{dt.name}: width {width}"
+    assert small.dtype == dt and big.dtype == dt

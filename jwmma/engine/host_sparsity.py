@@ -3,13 +3,15 @@ in numpy, larger ones in the compiled program of a bucket of rows.
 
 Why: `jwmma.engine.sparsity`'s programs compile once per dtype and bucket, 0.1-0.4 CPU s each
 (a first `compress_2_4` of a 16 x 128 fp8 A: 0.42 s; the 2:4 check of a first `jwmma.gemm`:
-0.23 s), while numpy counts and gathers a small operand's groups in well under a millisecond.
-Operands of at most `HOST_MAX_GROUPS` groups in host memory (numpy arrays, JAX arrays on one
-CPU device) are checked and compressed here, with nothing to compile; a bucket's program
-runs at least `BUCKET_MIN_GROUPS` groups, so numpy is the faster below that size anyway.
+0.23 s; a first `prune_2_4`: 0.16 s), while numpy prunes, counts and gathers a small operand's
+groups in milliseconds. Operands of at most `HOST_MAX_GROUPS` groups in host memory (numpy
+arrays, JAX arrays on one CPU device) are pruned (rule "largest"; "hipsparselt" keeps its
+program), checked and compressed here, with nothing to compile; a bucket's program runs at
+least `BUCKET_MIN_GROUPS` groups, so numpy is the faster below that size anyway.
 
-The numpy forms compute what `sparsity._summary_2_4` and `sparsity._compress_core` compute
-(the non-zero rule, `nonzero`, is one function for both), on the same bits (floats as
+The numpy forms compute what `sparsity._summary_2_4`, `sparsity._compress_core` and
+`sparsity._prune` compute (the non-zero rule, `nonzero`, and the pruning rank, `keep_largest`,
+are one function for both), on the same bits (floats as
 unsigned ints of their width, -0 counted as zero where the format has one, values copied bit
 for bit); the tests check both forms against each other and against references written from
 the spec.
@@ -17,15 +19,17 @@ the spec.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 __all__ = ["HOST_MAX_GROUPS", "BUCKET_MIN_GROUPS", "BUCKET_GROWTH", "BUCKET_MAX_GROUPS", "small", "nonzero",
-           "count_summary", "summary", "compress", "bucket_rows", "cut"]
+           "magnitude_key", "keep_largest", "count_summary", "summary", "compress", "prune", "bucket_rows", "cut"]
 
-#: the most groups of four a numpy form takes: at 2**16 groups, 1.4-1.7 ms to check and 8-9 ms
-#: to compress on a 2-core Zen 1, against 0.2-0.4 CPU s to compile a bucket's program (at
-#: 2**14, a 64 x 2048 GEMM operand's check compiled one: 0.2 s of `jwmma demo`)
-HOST_MAX_GROUPS = 2**16
+#: the most groups of four a numpy form takes: at 2**17 groups, 3-4 ms to check, 20-24 ms to
+#: compress and 4 ms to prune on a 2-core Zen 1, against 0.15-0.4 CPU s to compile a bucket's
+#: program (at 2**14, a 64 x 2048 GEMM operand's check compiled one: 0.2 s of `jwmma demo`)
+HOST_MAX_GROUPS = 2**17
 
 #: a numpy operand (or a JAX array on one CPU device, read through numpy) of at most
 #: `BUCKET_MAX_GROUPS` groups, and more than `HOST_MAX_GROUPS`, runs in the program of its
@@ -52,6 +56,58 @@ def nonzero(g, float_bits: bool):
     # the mask in g's own dtype: a Python int beside uint64 would promote to float64 in NumPy 1
     magnitude = np.array((1 << (np.dtype(g.dtype).itemsize * 8 - 1)) - 1).astype(g.dtype)
     return (g & magnitude) != 0
+
+
+def magnitude_key(g, dtype):
+    """An unsigned key ordered as |value|, exact in ``dtype``'s precision; NaN ranks as an
+    infinite magnitude (ties with Inf; above every finite value in formats without Inf).
+    ``g``: integer values, or the bit patterns of a float ``dtype``; a numpy array (the key
+    in numpy) or a JAX array (in `sparsity`'s programs): the one rule of both forms."""
+    xp = np if isinstance(g, np.ndarray) else jnp
+    dtype = np.dtype(dtype)
+    if not (dtype.kind == "f" or jnp.issubdtype(dtype, jnp.floating)):
+        ukey = np.uint64 if dtype.itemsize == 8 else np.uint32  # |x| of any int fits the unsigned width
+        if dtype.kind == "u":
+            return g.astype(ukey)
+        if dtype.itemsize == 8:
+            u = g.view(np.uint64) if xp is np else lax.bitcast_convert_type(g, jnp.uint64)
+        else:
+            u = g.astype(np.int32).astype(np.uint32)
+        return xp.where(g < 0, ukey(0) - u, u)  # two's complement negation: |int min| exactly
+    width = dtype.itemsize * 8
+    ukey = np.uint64 if width == 64 else np.uint32
+    key = (g & np.array((1 << (width - 1)) - 1).astype(g.dtype)).astype(ukey)
+    if "fnuz" in dtype.name:  # the one NaN is the negative-zero code: |NaN| would read 0
+        return xp.where(g == np.array(1 << (width - 1)).astype(g.dtype), ukey((1 << (width - 1)) - 1), key)
+    if np.isinf(np.array(np.inf, dtype)):  # IEEE: NaNs lie above the Inf code
+        inf_key = int(np.array(np.inf, dtype).view(np.dtype(f"u{dtype.itemsize}")))
+        return xp.minimum(key, ukey(inf_key))
+    return key  # E4M3FN: the NaN codes are the largest magnitudes already
+
+
+def keep_largest(g, dtype):
+    """Which elements of the groups ``g`` (..., 4) `prune_2_4`'s rule "largest" keeps (bool,
+    g's shape): the two of largest `magnitude_key`, ties to the lower position; numpy or JAX
+    as ``g``."""
+    xp = np if isinstance(g, np.ndarray) else jnp
+    key = magnitude_key(g, dtype)
+    k = [key[..., p] for p in range(4)]
+    # rank of each element within its group: how many others beat it, pair by pair (a tie goes
+    # to the lower position): six comparisons, 15x faster in numpy than all 4 x 4 at once
+    rank = [xp.zeros(key.shape[:-1], np.int8) for _ in range(4)]
+    for i in range(4):
+        for j in range(i + 1, 4):
+            j_wins = (k[j] > k[i]).astype(np.int8)
+            rank[i], rank[j] = rank[i] + j_wins, rank[j] + (1 - j_wins)
+    return xp.stack([r < 2 for r in rank], -1)
+
+
+def prune(bits: np.ndarray, dtype) -> np.ndarray:
+    """`prune_2_4` (rule "largest") of ``bits`` (..., K), K divisible by 4: the bits of float
+    ``dtype`` as unsigned ints of its width, or integer values; the pruned bits (values),
+    dropped elements zero (+0)."""
+    g = bits.reshape(*bits.shape[:-1], bits.shape[-1] // 4, 4)
+    return np.where(keep_largest(g, dtype), g, np.zeros((), g.dtype)).reshape(bits.shape)
 
 
 def count_summary(count) -> tuple:

@@ -6,7 +6,7 @@ padded as hipSPARSELt does: the default metadata is positions (2, 3); a lone non
 position p < 3 is stored as (p, 3) with a zero second value, one at position 3 as (2, 3) with
 a zero first value. -0.0 counts as zero; NaN does not, also in the fnuz formats, where its
 code 0x80 is the pattern of -0 elsewhere (`signed_zero`). Small operands in host memory are
-checked and compressed in numpy, nothing compiled (`host_sparsity`).
+pruned (rule "largest"), checked and compressed in numpy, nothing compiled (`host_sparsity`).
 
 Every helper keeps the input's dtype (int64, uint64, float64 too, whatever
 ``jax_enable_x64`` says), compares in the input's own precision (on bit patterns: subnormals
@@ -117,40 +117,6 @@ def _from_bits(bits, dtype):
     return lax.bitcast_convert_type(bits, dtype)
 
 
-def _magnitude_key(g, dtype):
-    """An unsigned key ordered as |value|, exact in ``dtype``'s precision; NaN ranks as an
-    infinite magnitude (ties with Inf; above every finite value in formats without Inf).
-    ``g``: integer values, or the bit patterns of a float ``dtype``."""
-    dtype = np.dtype(dtype)
-    if not _is_float(dtype):
-        ukey = jnp.uint64 if dtype.itemsize == 8 else jnp.uint32  # |x| of any int fits the unsigned width
-        if jnp.issubdtype(dtype, jnp.unsignedinteger):
-            return g.astype(ukey)
-        if dtype.itemsize == 8:
-            u = lax.bitcast_convert_type(g, jnp.uint64)
-        else:
-            u = g.astype(jnp.int32).astype(jnp.uint32)
-        return jnp.where(g < 0, ukey(0) - u, u)  # two's complement negation: |int min| exactly
-    width = dtype.itemsize * 8
-    ukey = jnp.uint64 if width == 64 else jnp.uint32
-    key = (g & ((1 << (width - 1)) - 1)).astype(ukey)
-    if "fnuz" in dtype.name:  # the one NaN is the negative-zero code: |NaN| would read 0
-        return jnp.where(g == (1 << (width - 1)), ukey((1 << (width - 1)) - 1), key)
-    if np.isinf(np.array(np.inf, dtype)):  # IEEE: NaNs lie above the Inf code
-        inf_key = int(np.array(np.inf, dtype).view(np.dtype(f"u{dtype.itemsize}")))
-        return jnp.minimum(key, ukey(inf_key))
-    return key  # E4M3FN: the NaN codes are the largest magnitudes already
-
-
-def _keep_largest(g, dtype):
-    key = _magnitude_key(g, dtype)
-    # rank of each element within its group: how many others beat it (ties: lower position)
-    beats = (key[..., None, :] > key[..., :, None]) | (
-        (key[..., None, :] == key[..., :, None]) & (jnp.arange(4)[None, :] < jnp.arange(4)[:, None])
-    )
-    return beats.sum(-1) < 2
-
-
 def _keep_hipsparselt(g, dtype):
     """hipSPARSELt's prune_strip_kernel: pair scores |a| + |b| in float32 (exactly rounded
     here, subnormals kept), pairs (0,1), (0,2), (0,3), (1,2), (1,3), (2,3) in order, a pair
@@ -211,6 +177,9 @@ def prune_2_4(a, rule: str = "largest"):
             raise TypeError(f"a must have one of the dtypes hipSPARSELt prunes ({', '.join(_HIPSPARSELT_DTYPES)}) "
                             f"for rule='hipsparselt', got {dtype}")
         bits = _host_bits(a)
+        if rule == "largest" and host_sparsity.small(bits):  # numpy: nothing to compile (host_sparsity)
+            out = host_sparsity.prune(bits, dtype)
+            return jax.device_put(out.view(dtype) if _is_float(dtype) else out)
         bucket = _bucket_rows(bits, 4)
         if bucket is not None:
             return _cut(_prune_array(bucket[0], rule, dtype.name), bucket[1], a.shape)
@@ -256,7 +225,7 @@ def _prune(g, rule, dtype):
     """Groups (..., G, 4) pruned by ``rule``: one fused program (no eager temporaries); ``g``
     holds integer values, or the bits of a float ``dtype`` (its name)."""
     dtype = jnp.dtype(dtype)
-    keep = _keep_largest(g, dtype) if rule == "largest" else _keep_hipsparselt(g, dtype)
+    keep = host_sparsity.keep_largest(g, dtype) if rule == "largest" else _keep_hipsparselt(g, dtype)
     return jnp.where(keep, g, jnp.zeros((), g.dtype))
 
 
