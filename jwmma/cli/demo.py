@@ -6,13 +6,11 @@ import time
 import zlib
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import models
-from ..engine import effort, fragments, sparsity
+from ..engine import fragments, sparsity
 from ..engine.builtins import FUNCTIONS
-from ..engine.options import Options, resolve
 from ..engine.step import context
 from ..isa.conventions import hip_args
 from ..isa.table import BuiltinSpec
@@ -56,33 +54,20 @@ def _random_case(spec: BuiltinSpec, waves: int, rng: np.random.Generator):
 def _prepare(specs, operands):
     """prune_2_4 + compress_2_4 + pack_* of every builtin in ``specs`` (``operands``: its
     (a, b, c) each): per builtin (A24 dense, A, B, C, index registers); a dense builtin packs
-    A as it is (its index registers are zeros it does not read). The 2:4 steps and the index
-    words of all builtins are one jitted program (compiled one by one they cost the cold demo
-    0.3-0.7 s more); A, B and C are packed on the host afterwards (`host_codec`: nothing to
-    compile)."""
-
-    def prep_one(spec, a):
-        a24 = a if spec.dense else sparsity.prune_2_4(a)
-        values, pos = (a24, jnp.zeros(a24.shape, jnp.int32)) if spec.dense else sparsity.compress_2_4(a24)
-        return a24, values, fragments.pack_index(spec.name, pos)
-
-    def prep(a_operands):
-        return [prep_one(spec, a) for spec, a in zip(specs, a_operands)]
-
+    A as it is (its index registers are zeros it does not read). At the demo's sizes every
+    step runs in numpy (`host_sparsity`, `host_codec`: nothing to compile; the 2:4 steps had
+    been one jitted program, 0.9 s of a cold demo on a 2-core CPU)."""
     out = []
-    for spec, (_, b, c), (a24, values, idx) in zip(specs, operands, _quick_jit(prep)([ops[0] for ops in operands])):
+    for spec, (a, b, c) in zip(specs, operands):
         name, t = spec.name, spec.target
-        values = np.asarray(values)
+        if spec.dense:
+            a24, values, pos = a, a, np.zeros(a.shape, np.int32)
+        else:
+            a24 = np.asarray(sparsity.prune_2_4(a))
+            values, pos = (np.asarray(x) for x in sparsity.compress_2_4(a24))
         out.append((a24, fragments.pack_a(name, values, target=t), fragments.pack_b(name, b, target=t),
-                    fragments.pack_c(name, c, target=t), idx))
+                    fragments.pack_c(name, c, target=t), fragments.pack_index(name, pos)))
     return out
-
-
-def _quick_jit(fn, **jit_kwargs):
-    """``fn`` jitted with the 'fast' compile effort (`jwmma.engine.effort`): the demo's data
-    preparation and unpacking run once, on little data, so their optimisation would cost
-    more than it saves."""
-    return effort.jit_at_effort(fn, resolve(Options(compile_effort="fast")), **jit_kwargs)
 
 
 def _reference(spec: BuiltinSpec, a24, b, c, clamp=False):
