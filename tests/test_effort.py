@@ -261,3 +261,69 @@ def test_a_program_built_per_call_compiles_at_the_options_effort(monkeypatch):
     assert effort.compiler_options(platform, "fast") != ()  # traced: not tried
     assert np.array_equal(np.asarray(f(x)), [1, 3, 5, 7])
     assert effort.compiler_options(platform, "fast") == ()  # tried at the top level, refused
+
+
+def test_eager_vmap_size_counts_the_slices_of_eager_vmaps_only():
+    """The product of the axis sizes of the eager vmaps whose tracers a call sees; None under
+    jit or grad (also a vmap inside a jit), where the outer program decides."""
+    seen = []
+
+    def probe(*xs):
+        seen.append(effort.eager_vmap_size(xs))
+        return sum(jnp.sum(x) for x in xs)
+
+    x = jnp.ones((3, 4, 5))
+    assert effort.eager_vmap_size((np.ones(3), x)) == 1
+    jax.vmap(probe)(x)
+    jax.vmap(jax.vmap(probe))(x)
+    jax.vmap(probe, in_axes=(1, None))(x, jnp.ones(5))
+    jax.jit(probe)(x)
+    jax.jit(jax.vmap(probe))(x)
+    jax.grad(lambda v: probe(v))(jnp.ones(3))
+    jax.vmap(jax.grad(lambda v: probe(v)))(x)
+    assert seen == [3, 12, 4, None, None, None, None]
+
+
+def test_an_eager_vmap_of_matmul_settles_its_batched_program_for_every_slice(rng, monkeypatch):
+    """Under an eager `jax.vmap` (no jit) matmul's forward program is compiled on its own,
+    batched: its effort is settled for every slice's products (4 rows: 4 times one row's)
+    and it is called to compile at that effort (it took XLA's defaults before; the bits
+    under vmap: test_matmul.py). The program is stubbed: nothing compiles."""
+    from jwmma.quant import contraction
+
+    products, calls = [], []
+
+    class Stub:
+        def __call__(self, unit, lhs_c, rhs_c, effective, extent=None, *, options=None):
+            calls.append(("plain", options))
+            return jnp.zeros(lhs_c.shape[:-1] + rhs_c.shape[-1:], jnp.float32), None
+
+        def under_eager_vmap(self, unit, lhs_c, rhs_c, effective, extent=None, *, options=None):
+            calls.append(("vmap", options))
+            return jnp.zeros(lhs_c.shape[:-1] + rhs_c.shape[-1:], jnp.float32), None
+
+    real_settle = contraction.settle
+    monkeypatch.setattr(contraction, "settle", lambda o, p, *a: products.append(p) or real_settle(o, p, *a))
+    monkeypatch.setattr(contraction, "_forward_program", Stub())
+    x = rng.standard_normal((4, 72)).astype(np.float32)
+    w = rng.standard_normal((72, 16)).astype(np.float32)
+    jwmma.matmul(x[0], w)
+    jax.vmap(lambda r: jwmma.matmul(r, w))(x)
+    assert len(products) == 2 and products[1] == 4 * products[0]
+    fast = bool(effort.compiler_options(jax.default_backend(), "fast"))
+    assert [kind for kind, _ in calls] == ["plain", "vmap"]
+    assert [o.compile_effort if o else None for _, o in calls] == (["fast", "fast"] if fast else [None, None])
+    jax.jit(jax.vmap(lambda r: jwmma.matmul(r, w)))(x)  # inside a jit: the outer program decides
+    assert calls[-1] == ("plain", None)
+
+
+def test_an_effort_jit_under_an_eager_vmap_compiles_with_the_settings():
+    """`under_eager_vmap`: the batched program compiles with the options' compiler settings
+    (a plain call of traced operands takes XLA's defaults: the outer program's)."""
+    f = effort.effort_jit(lambda v, *, options: v * 2 + 1, static_argnames=("options",))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    fast = jwmma.engine.options.resolve(FAST)  # the platform settled, as a builtin's options are
+    y = jax.vmap(lambda r: f.under_eager_vmap(r, options=fast))(x)
+    assert np.array_equal(np.asarray(y), x * 2 + 1)
+    settings = effort.compiler_options(jax.default_backend(), "fast")
+    assert (settings in f._jits) == bool(settings)

@@ -42,7 +42,7 @@ import numpy as np
 from ..keywords import strict_keywords
 
 __all__ = ["enable_compilation_cache", "EFFORTS", "FAST_PRODUCTS", "FAST_OPTIONS", "TIER_UP_CALLS", "settle", "count_call",
-           "shapes_key", "compiler_options",
+           "shapes_key", "compiler_options", "eager_vmap_size",
            "effort_jit", "jit_at_effort"]
 
 EFFORTS = ("auto", "fast", "full")
@@ -108,6 +108,28 @@ def shapes_key(*arrays) -> tuple:
     return tuple(None if x is None else (tuple(x.shape), np.dtype(x.dtype)) for x in arrays)
 
 
+def eager_vmap_size(*trees) -> int | None:
+    """How many slices the eager `jax.vmap`s (no enclosing jit, grad or other transformation)
+    whose tracers are among the leaves of ``trees`` map: the product of their axis sizes (1
+    where no leaf is traced); None where a leaf is traced by anything else, or where JAX's
+    batch tracers do not look as they do in JAX 0.10-0.11 (``val``, ``batch_dim``, their
+    trace): callers then leave the program to the outer transformation, as before.
+
+    Why: under an eager vmap a jitted program is compiled on its own, batched, and JAX takes
+    compiler options there (not under jit or grad); its products are a slice's times this
+    size, which `settle` needs to know (`jwmma.quant.contraction._forward`)."""
+    sizes: dict = {}
+    for x in jax.tree_util.tree_leaves(trees):
+        while isinstance(x, jax.core.Tracer):
+            if type(x).__name__ != "BatchTracer" or not hasattr(x, "val") or not hasattr(x, "_trace"):
+                return None
+            dim = getattr(x, "batch_dim", None)
+            if isinstance(dim, int):
+                sizes[id(x._trace)] = int(np.shape(x.val)[dim])
+            x = x.val
+    return int(np.prod(list(sizes.values()), dtype=np.int64))
+
+
 #: names of the options XLA refused (it says INVALID_ARGUMENT, "No such compile option":
 #: an XLA that does not know them): calls compile without them from then on
 _refused: set = set()
@@ -158,6 +180,17 @@ class _EffortJit:
             return self.full(*args, **kwargs)
         return _call_at(settings, self._jit, self.full, args, kwargs)
 
+    def under_eager_vmap(self, *args, **kwargs):
+        """As a call, for operands traced by eager `jax.vmap`s only (`eager_vmap_size`), whose
+        ``options`` the caller settled for the batched program's products: compiled with the
+        options' settings (a plain call leaves traced operands to the outer program, at XLA's
+        defaults)."""
+        options = kwargs.get("options")
+        settings = () if options is None else compiler_options(options.platform, options.compile_effort)
+        if not settings:
+            return self.full(*args, **kwargs)
+        return _call_at(settings, self._jit, self.full, args, kwargs, traced=True)
+
     def trace(self, *args, **kwargs):
         return self.full.trace(*args, **kwargs)
 
@@ -165,12 +198,13 @@ class _EffortJit:
         return self.full.lower(*args, **kwargs)
 
 
-def _call_at(settings: tuple, make, full, args, kwargs):
+def _call_at(settings: tuple, make, full, args, kwargs, traced: bool = False):
     """``make(settings)(*args, **kwargs)`` (``make`` gives the jit with compiler options
     ``settings``), or ``full`` (XLA's defaults) inside a user's jit/vmap/grad, where the outer
-    program decides; an option XLA refuses is dropped and the call compiled with the others
-    (`_refuse`; with ``full`` where none is left)."""
-    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
+    program decides (``traced``: the caller settled the options for an eager vmap's batched
+    program, `_EffortJit.under_eager_vmap`); an option XLA refuses is dropped and the call
+    compiled with the others (`_refuse`; with ``full`` where none is left)."""
+    if not traced and any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
         return full(*args, **kwargs)
     while settings:
         try:
