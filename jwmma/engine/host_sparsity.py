@@ -89,17 +89,22 @@ def keep_largest(g, dtype):
     """Which elements of the groups ``g`` (..., 4) `prune_2_4`'s rule "largest" keeps (bool,
     g's shape): the two of largest `magnitude_key`, ties to the lower position; numpy or JAX
     as ``g``."""
-    xp = np if isinstance(g, np.ndarray) else jnp
     key = magnitude_key(g, dtype)
-    k = [key[..., p] for p in range(4)]
-    # rank of each element within its group: how many others beat it, pair by pair (a tie goes
-    # to the lower position): six comparisons, 15x faster in numpy than all 4 x 4 at once
-    rank = [xp.zeros(key.shape[:-1], np.int8) for _ in range(4)]
-    for i in range(4):
-        for j in range(i + 1, 4):
-            j_wins = (k[j] > k[i]).astype(np.int8)
-            rank[i], rank[j] = rank[i] + j_wins, rank[j] + (1 - j_wins)
-    return xp.stack([r < 2 for r in rank], -1)
+    # rank of each element within its group: how many others beat it (a tie goes to the lower
+    # position). numpy counts pair by pair (six comparisons: 15x faster than all 4 x 4 at once);
+    # a program compares all 4 x 4 at once (the pairwise form compiled 2.5-4.5x slower in XLA)
+    if isinstance(g, np.ndarray):
+        k = [key[..., p] for p in range(4)]
+        rank = [np.zeros(key.shape[:-1], np.int8) for _ in range(4)]
+        for i in range(4):
+            for j in range(i + 1, 4):
+                j_wins = (k[j] > k[i]).astype(np.int8)
+                rank[i], rank[j] = rank[i] + j_wins, rank[j] + (1 - j_wins)
+        return np.stack([r < 2 for r in rank], -1)
+    idx = jnp.arange(4)
+    beats = (key[..., None, :] > key[..., :, None]) | (
+        (key[..., None, :] == key[..., :, None]) & (idx[None, :] < idx[:, None]))
+    return beats.sum(-1) < 2
 
 
 def prune(bits: np.ndarray, dtype) -> np.ndarray:
