@@ -23,8 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["HOST_MAX_GROUPS", "BUCKET_MIN_GROUPS", "BUCKET_GROWTH", "BUCKET_MAX_GROUPS", "small", "nonzero",
-           "magnitude_key", "keep_largest", "count_summary", "summary", "compress", "prune", "bucket_rows", "cut"]
+__all__ = ["HOST_MAX_GROUPS", "BUCKET_MIN_GROUPS", "BUCKET_GROWTH", "BUCKET_MAX_GROUPS", "is_float", "signed_zero",
+           "small", "nonzero", "magnitude_key", "keep_largest", "count_summary", "summary", "compress", "prune",
+           "bucket_rows", "cut"]
 
 #: the most groups of four a numpy form takes: at 2**17 groups, 3-4 ms to check, 20-24 ms to
 #: compress and 4 ms to prune on a 2-core Zen 1, against 0.15-0.4 CPU s to compile a bucket's
@@ -40,6 +41,19 @@ HOST_MAX_GROUPS = 2**17
 #: and `jwmma.gemm`'s 2:4 check had compiled one program per shape each). Larger operands keep
 #: their shape: their run outweighs a compile, and the host round trip would cost memory.
 BUCKET_MIN_GROUPS, BUCKET_GROWTH, BUCKET_MAX_GROUPS = 2**16, 4, 2**20
+
+
+def is_float(dtype) -> bool:
+    """Whether ``dtype`` is a float format (numpy's and ml_dtypes')."""
+    return np.dtype(dtype).kind == "f" or jnp.issubdtype(dtype, jnp.floating)
+
+
+def signed_zero(dtype) -> bool:
+    """Whether ``dtype``'s sign bit alone is a zero (-0): floats but the fnuz formats, whose
+    pattern 0x80 is their one NaN (all-zero bits are their only zero, as for integers). What
+    the ``float_bits`` of `sparsity.check_2_4` and `sparsity.compress_groups` say about bit
+    patterns."""
+    return is_float(dtype) and "fnuz" not in np.dtype(dtype).name
 
 
 def small(bits) -> bool:
@@ -65,7 +79,7 @@ def magnitude_key(g, dtype):
     in numpy) or a JAX array (in `sparsity`'s programs): the one rule of both forms."""
     xp = np if isinstance(g, np.ndarray) else jnp
     dtype = np.dtype(dtype)
-    if not (dtype.kind == "f" or jnp.issubdtype(dtype, jnp.floating)):
+    if not is_float(dtype):
         ukey = np.uint64 if dtype.itemsize == 8 else np.uint32  # |x| of any int fits the unsigned width
         if dtype.kind == "u":
             return g.astype(ukey)
@@ -77,7 +91,7 @@ def magnitude_key(g, dtype):
     width = dtype.itemsize * 8
     ukey = np.uint64 if width == 64 else np.uint32
     key = (g & np.array((1 << (width - 1)) - 1).astype(g.dtype)).astype(ukey)
-    if "fnuz" in dtype.name:  # the one NaN is the negative-zero code: |NaN| would read 0
+    if not signed_zero(dtype):  # fnuz: the one NaN is the negative-zero code: |NaN| would read 0
         return xp.where(g == np.array(1 << (width - 1)).astype(g.dtype), ukey((1 << (width - 1)) - 1), key)
     if np.isinf(np.array(np.inf, dtype)):  # IEEE: NaNs lie above the Inf code
         inf_key = int(np.array(np.inf, dtype).view(np.dtype(f"u{dtype.itemsize}")))

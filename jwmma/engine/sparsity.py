@@ -27,6 +27,7 @@ from ..numerics.formats import F32, format_of, decode
 from ..numerics.rounding import fields_to_f64, round_f64, x64_scope
 from . import host_sparsity
 from .host_sparsity import BUCKET_MAX_GROUPS, bucket_rows as _bucket_rows, cut as _cut
+from .host_sparsity import is_float as _is_float, signed_zero
 from .validation import as_array, check_bool_kw, check_values, fail_if, host_readable, is_concrete as jax_concrete
 
 __all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES", "check_2_4", "compress_groups", "signed_zero"]
@@ -35,17 +36,6 @@ __all__ = ["prune_2_4", "compress_2_4", "decompress_2_4", "RULES", "check_2_4", 
 RULES = ("largest", "hipsparselt")
 _UINT = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
 _HIPSPARSELT_DTYPES = ("float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
-
-
-def _is_float(dtype) -> bool:
-    return np.dtype(dtype).kind == "f" or jnp.issubdtype(dtype, jnp.floating)
-
-
-def signed_zero(dtype) -> bool:
-    """Whether ``dtype``'s sign bit alone is a zero (-0): floats but the fnuz formats, whose
-    pattern 0x80 is their one NaN (all-zero bits are their only zero, as for integers). What
-    the ``float_bits`` of `check_2_4` and `compress_groups` say about bit patterns."""
-    return _is_float(dtype) and "fnuz" not in np.dtype(dtype).name
 
 
 def _groups(x, what):
