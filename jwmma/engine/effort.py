@@ -174,22 +174,21 @@ class _EffortJit:
         return self._jits[settings]
 
     def __call__(self, *args, **kwargs):
-        options = kwargs.get("options")
-        settings = () if options is None else compiler_options(options.platform, options.compile_effort)
-        if not settings:
-            return self.full(*args, **kwargs)
-        return _call_at(settings, self._jit, self.full, args, kwargs)
+        return self._call(args, kwargs, traced=False)
 
     def under_eager_vmap(self, *args, **kwargs):
         """As a call, for operands traced by eager `jax.vmap`s only (`eager_vmap_size`), whose
         ``options`` the caller settled for the batched program's products: compiled with the
         options' settings (a plain call leaves traced operands to the outer program, at XLA's
         defaults)."""
+        return self._call(args, kwargs, traced=True)
+
+    def _call(self, args, kwargs, traced: bool):
         options = kwargs.get("options")
         settings = () if options is None else compiler_options(options.platform, options.compile_effort)
         if not settings:
             return self.full(*args, **kwargs)
-        return _call_at(settings, self._jit, self.full, args, kwargs, traced=True)
+        return _call_at(settings, self._jit, self.full, args, kwargs, traced=traced)
 
     def trace(self, *args, **kwargs):
         return self.full.trace(*args, **kwargs)
