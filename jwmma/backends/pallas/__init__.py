@@ -131,7 +131,9 @@ AUTO_CALLS: dict = {
 #: an H100 sweep at 8192^3 (RESULTS.md "The H100 on 2026-12-05")
 TILES = {
     ("fused", "8bit"): (8, 64, 2),  # 6.5e11 at 4096 x 4096 x 8192 (16 x 64 x 4: 4.1e11)
-    ("fused", "f16"): (8, 128, 4),  # 5.7e11 (16 x 64 x 4: 2.7e11)
+    # f16 fused groups: 4 x 64 x 2 ran sparse f16 376 -> 327 ms and the dense f16 MFMA 504 ->
+    # 427 ms at 8192^3 against 8 x 128 x 4 (one H100, 2026-12-07; 79 registers against 156)
+    ("fused", "f16"): (4, 64, 2),
     # block-scaled: half the fused 8-bit tile. Its groups of 32 make (8, 16, 64) tensors, and at
     # 8 x 64 with 2 warps ptxas spilled about 2.9 KB a thread (sm_90, Triton 3.9 offline:
     # benchmarks/kernel_regs.py); 8 x 32 holds it in 168 registers with no spill
@@ -144,8 +146,10 @@ TILES = {
     ("exact", "f16"): (16, 32, 4),
     # bf16 fused groups (the 2-D integer-alignment kernel): at 32 x 64 x 4 it held 255
     # registers with a spill; 8 x 32 x 2 holds 96-128 and ran 1.26x (sparse) and 1.41x (dense
-    # MFMA) faster on an H100
-    ("fused", "bf16"): (8, 32, 2),
+    # MFMA) faster on an H100. Sparse bf16 at 4 x 64 x 2: 413 -> 369 ms at 8192^3 (one H100,
+    # 2026-12-07); the dense bf16_1k MFMA 506 ms there against 512, so it keeps 8 x 32 x 2
+    ("fused", "bf16"): (4, 64, 2),
+    ("fused", "bf16", "dense"): (8, 32, 2),
     # gfx12 16-bit: 8 x 32 x 2 ran sparse f16 1.20x and bf16 1.25x faster than 16 x 64 x 4 and
     # 32 x 64 x 4; the dense f16 WMMA 3 % slower, so it keeps its tile
     ("gfx12", "f16"): (8, 32, 2),

@@ -22,6 +22,7 @@ of a dense step in the XLA model's order (k = c) with nothing of its own.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 from dataclasses import dataclass
@@ -335,13 +336,15 @@ def run(kern: "Kernel", a_codes, pos, b_codes, c, *, tiling: Tiling):
         quiet_triton_deprecation()
     from jax.experimental.pallas import triton as pl_triton  # here: the Mosaic driver does without it
 
-    out = pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct((mp, np_), jnp.int32),
-        grid=(mt, nt),
-        in_specs=[spec for _, spec in ops.values()],
-        out_specs=pl.BlockSpec((tm, tn), lambda i, j: (i, j)),
-        interpret=tiling.interpret,
-        compiler_params=pl_triton.CompilerParams(num_warps=tiling.num_warps, num_stages=tiling.num_stages),
-    )(*[x for x, _ in ops.values()])
+    native = contextlib.nullcontext() if tiling.interpret else kl.triton_native()
+    with native:  # the body is traced in here
+        out = pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((mp, np_), jnp.int32),
+            grid=(mt, nt),
+            in_specs=[spec for _, spec in ops.values()],
+            out_specs=pl.BlockSpec((tm, tn), lambda i, j: (i, j)),
+            interpret=tiling.interpret,
+            compiler_params=pl_triton.CompilerParams(num_warps=tiling.num_warps, num_stages=tiling.num_stages),
+        )(*[x for x, _ in ops.values()])
     return out[:m, :n]

@@ -9,7 +9,8 @@ group, per two-stage half:
   carrying an exponent code so low that their products never set a maximum that matters
   (`kernel_lib.exp_code`): no select for the zero test;
 * pass 2: the truncated aligned sum. fp8/bf8/f16 operands (exact in f32, products exact in
-  f32): trunc(va * vb * 2**(F - E_T)), one multiply and a truncating conversion, exact
+  f32): trunc(va * vb * 2**(F - E_T)), one multiply and a truncating conversion
+  (`kernel_lib.trunc_i32`: one PTX conversion on a GPU), exact
   because |q| < 2**(F+2) <= 2**30 and the scale is a power of two; otherwise (bf16, other
   roundings, F > 28) integer shifts as `jwmma.models.fused.align`.
 
@@ -178,7 +179,7 @@ def group_sum(plan: Plan, views, cols):
             if plan.float_align:
                 va = lax.bitcast_convert_type(wa & VALUE_BITS, jnp.float32)
                 vb = lax.bitcast_convert_type(w & VALUE_BITS, jnp.float32)
-                x = ((va * vb) * scale[h]).astype(jnp.int32).astype(dt)
+                x = kl.trunc_i32((va * vb) * scale[h]).astype(dt)
             else:
                 x = _align_int(plan, wa, a2[c][1], w, et[h], dt)
             s[h] = x if s[h] is None else s[h] + x
@@ -234,7 +235,7 @@ def _aligned_sum3(F: int, wa, w, et):
     scale = kl.pow2_f32(jnp.clip(F - et, -126, 127))[:, None, :]
     va = lax.bitcast_convert_type(wa & VALUE_BITS, jnp.float32)[:, :, None]
     vb = lax.bitcast_convert_type(w & VALUE_BITS, jnp.float32)
-    return jnp.sum(((va * vb) * scale).astype(jnp.int32), axis=1, dtype=jnp.int32)
+    return jnp.sum(kl.trunc_i32((va * vb) * scale), axis=1, dtype=jnp.int32)
 
 
 def _align_int(plan: Plan, wa, ea, w, et, dt):
