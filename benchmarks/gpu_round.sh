@@ -15,6 +15,9 @@
 #                                              # bench_rows rows (default: the fused-group kernels' sparse
 #                                              #   and dense rows) under BASE (a folder holding a jwmma/) and
 #                                              #   this tree, alternating twice: first calls and steady times
+#   benchmarks/gpu_round.sh OUT tiles [ROW...]  # bench_rows rows (default: the gfx12 kernels' sparse and dense
+#                                              #   rows) at their tiles, then at each "tm,tn,warps" of $TILES
+#                                              #   (default "4,64,2 4,32,1"), one process each; $SIZE (8192)
 #   benchmarks/gpu_round.sh OUT calls          # builtin calls over 65536 waves on the kernels
 #   benchmarks/gpu_round.sh OUT calls_all      # a builtin of every default model over 65536 waves, 'auto'
 #   benchmarks/gpu_round.sh OUT calls_ab BASE  # the calls below 1e11 under BASE (a folder holding a jwmma/)
@@ -84,6 +87,18 @@ rows_ab)
         PYTHONPATH=$tree $py "$here/bench_rows.py" --reps 3 --rows $rows | tee -a "$out/rows_ab.txt"
     done
     ;;
+tiles)
+    shift 2
+    rows=${*:-f16_gfx12 bf16_gfx12 fp8_gfx12 f16acc_gfx12 f16_wmma bf16_wmma_gfx12 fp8_wmma_gfx12}
+    echo "== the tiles of jwmma.backends.pallas.TILES" | tee -a "$out/tiles.txt"
+    $py "$here/bench_rows.py" --size "${SIZE:-8192}" --reps 3 --rows $rows | tee -a "$out/tiles.txt"
+    for t in ${TILES:-4,64,2 4,32,1}; do
+        IFS=, read -r tm tn warps <<< "$t"
+        echo "== $tm x $tn x $warps" | tee -a "$out/tiles.txt"
+        $py "$here/bench_rows.py" --size "${SIZE:-8192}" --reps 3 --rows $rows \
+            --pallas tm="$tm" tn="$tn" num_warps="$warps" | tee -a "$out/tiles.txt"
+    done
+    ;;
 calls)
     $py "$here/bench_calls.py" --backend pallas --repeat 3 \
         --rows fp8:cdna3 f16c:cdna3 bf16:cdna3 f16:gfx12_dot4 fp8:exact | tee "$out/calls.txt"
@@ -126,6 +141,6 @@ trees)
     done
     ;;
 *)
-    echo "unknown part $part: int, grid, ref, mosaic, rows, rows_ab, calls, calls_all, calls_ab, calls_prof, compile_opts or trees" >&2; exit 2
+    echo "unknown part $part: int, grid, ref, mosaic, rows, rows_ab, tiles, calls, calls_all, calls_ab, calls_prof, compile_opts or trees" >&2; exit 2
     ;;
 esac
