@@ -406,6 +406,11 @@ def test_options_resolve_and_validate():
     assert tile("smfmac_f32_16x16x64_f16", models.CDNA3()) == (4, 64, 2)
     assert tile("mfma_f32_16x16x16f16", models.CDNA3()) == (4, 64, 2)
     assert tile("mfma_f32_16x16x16bf16_1k", models.CDNA3()) == (8, 32, 2)
+    # direct calls keep the 16-bit fused tiles they were timed at (a 'call' key)
+    for name, want in (("smfmac_f32_16x16x64_f16", (8, 128, 4)), ("mfma_f32_16x16x16f16", (8, 128, 4)),
+                       ("smfmac_f32_16x16x64_bf16", (8, 32, 2))):
+        t = pallas.tiling(lookup(name), models.CDNA3(), gpu.pallas, call=True)
+        assert (t.tm, t.tn, t.num_warps) == want, name
     for bad, err in ((dict(tm=24), ValueError), (dict(num_stages=0), ValueError), (dict(interpret="yes"), TypeError),
                      (dict(chain_run=3), ValueError), (dict(group_loop=1), TypeError)):
         with pytest.raises(err, match=next(iter(bad))):

@@ -150,6 +150,11 @@ TILES = {
     # 2026-12-07); the dense bf16_1k MFMA 506 ms there against 512, so it keeps 8 x 32 x 2
     ("fused", "bf16"): (4, 64, 2),
     ("fused", "bf16", "dense"): (8, 32, 2),
+    # direct builtin calls (16 x 16 outputs a wave; the tile is clipped to them) keep the 16-bit
+    # fused tiles of their last timing (1.2-1.5e11 MAC/s over 65536 waves) until the GEMMs'
+    # 4 x 64 x 2 is timed for calls
+    ("fused", "f16", "call"): (8, 128, 4),
+    ("fused", "bf16", "call"): (8, 32, 2),
     # gfx12 16-bit: 8 x 32 x 2 ran sparse f16 1.20x and bf16 1.25x faster than 16 x 64 x 4 and
     # 32 x 64 x 4; the dense f16 WMMA 3 % slower, so it keeps its tile
     ("gfx12", "f16"): (8, 32, 2),
@@ -311,6 +316,8 @@ def tiling(spec, model, popts: PallasOptions, call: bool = False):
     tile = TILES.get(key, (32, 64, 4))
     if spec.dense:
         tile = TILES.get(key + ("dense",), tile)
+    if call:  # a direct builtin call's kernel: the tile its calls were timed at, where the GEMM's moved
+        tile = TILES.get(key + ("call",), tile)
     tm, tn, warps = tile if (fam != "fused" or vec3) else (32, 64, 4)
     if lowering == "mosaic":  # one warpgroup's (64-row) register tile
         tm, tn = MOSAIC_TILES.get(fam, MOSAIC_TILE)
