@@ -186,24 +186,17 @@ def quantise(v, fmt: FloatFormat, scaling: str, axis) -> Quantised:
     return Quantised(_codes_to_values(fmt, _round(v * s, fmt, clip=True)), inv)
 
 
-def _mul_f32_bits(a64, b64):
-    """int32 bits of fl32(a * b) of two float32 values given as float64 (the product is exact
-    in float64)."""
-    return round_f64(a64 * b64, F32)
-
-
 def _mul_f32(a64, b64):
-    """fl32(a * b) as float64 (`_mul_f32_bits`)."""
-    return f32_bits_to_f64(_mul_f32_bits(a64, b64))
+    """fl32(a * b) of two float32 values given as float64 (the product is exact in float64)."""
+    return f32_bits_to_f64(round_f64(a64 * b64, F32))
 
 
 def rescale(acc64, inv_a, inv_b):
     """fl32(fl32(acc * inv_a) * inv_b): accumulators (exact float64 values of float32, float16
-    or bfloat16 results) with both factors undone, as float32. The last rounding's bits are
-    the result (rounding its float64 value to float32 again gave the same bits for 172 more
-    operations of the forward program)."""
-    bits = _mul_f32_bits(_mul_f32(acc64, exact_f64(inv_a)), exact_f64(inv_b))
-    return lax.bitcast_convert_type(bits, jnp.float32)
+    or bfloat16 results) with both factors undone, as float32. The second product is rounded
+    once, straight to float32 (`_f32`: as float64 first and rounded again, it gave the same
+    bits for 172 more operations of the forward program)."""
+    return _f32(_mul_f32(acc64, exact_f64(inv_a)) * exact_f64(inv_b))
 
 
 def effective(q: Quantised, fmt: FloatFormat, axis: int = -1):
@@ -216,4 +209,4 @@ def effective(q: Quantised, fmt: FloatFormat, axis: int = -1):
         s = jnp.repeat(q.scales.astype(jnp.int32), MX_BLOCK, axis=axis)
         s = lax.slice_in_dim(s, 0, k, axis=axis % v.ndim)
         return _f32(v * pow2_f64(jnp.where(s == 0xFF, 0, s - 127)) + jnp.where(s == 0xFF, jnp.nan, 0.0))
-    return lax.bitcast_convert_type(_mul_f32_bits(v, exact_f64(q.inv)), jnp.float32)
+    return _f32(v * exact_f64(q.inv))  # one rounding of the exact product
