@@ -71,40 +71,48 @@ def _cases(name, all_targets):
                         yield which, kw, signed, row
 
 
-def _compiled_unpack(which, name, regs, kw, signed, row):
-    """The compiled codec: the public call traced inside jit; a 6-bit format's values are made
-    on the host from the compiled program's codes, as the eager call of a device array does."""
-    skw = {} if signed is None else {"signed": signed}
-    if kw.get("fmt") in SIX_BIT:
-        codes = fragments._unpack_words(jax.numpy.asarray(regs), spec=row, which=which, half=0,
-                                        signed=True if signed is None else signed)
-        t = getattr(row, f"{which}_type")
-        return fragments.codes_to_values(t, np.asarray(codes))
-    return jax.jit(lambda r: UNPACK[which](name, r, **kw, **skw))(regs)
+def _six_bit_unpack(which, name, regs, signed, row):
+    """A 6-bit format's values are made on the host from the compiled program's codes, as the
+    eager call of a device array does (JAX has no 6-bit type)."""
+    codes = fragments._unpack_words(jax.numpy.asarray(regs), spec=row, which=which, half=0,
+                                    signed=True if signed is None else signed)
+    return fragments.codes_to_values(getattr(row, f"{which}_type"), np.asarray(codes))
 
 
-def _compiled_pack(which, name, values, kw, row):
-    if kw.get("fmt") in SIX_BIT:
-        t = getattr(row, f"{which}_type")
-        return fragments._pack_words(fragments.to_codes(t, values), spec=row, which=which, half=0)
-    return jax.jit(lambda v: PACK[which](name, v, **kw))(values)
+def _six_bit_pack(which, values, row):
+    return fragments._pack_words(fragments.to_codes(getattr(row, f"{which}_type"), values), spec=row, which=which,
+                                 half=0)
 
 
 @pytest.mark.parametrize("name,all_targets", NAMES)
 def test_host_and_compiled_codec_agree(name, all_targets, rng):
+    cases = []
     for which, kw, signed, row in _cases(name, all_targets):
         regs = _random_regs(rng, row, which)
         skw = {} if signed is None else {"signed": signed}
         host = UNPACK[which](name, regs, **kw, **skw)
-        compiled = _compiled_unpack(which, name, regs, kw, signed, row)
-        assert np.asarray(host).dtype == np.asarray(compiled).dtype, (which, kw)
-        assert np.asarray(host).shape == np.asarray(compiled).shape, (which, kw)
-        np.testing.assert_array_equal(_bits(host), _bits(compiled), err_msg=f"unpack_{which} {kw} {skw}")
-        values = np.asarray(host)
-        packed = PACK[which](name, values, **kw)
-        want = _compiled_pack(which, name, values, kw, row)
-        assert packed.dtype == want.dtype and packed.shape == want.shape, (which, kw)
-        np.testing.assert_array_equal(_bits(packed), _bits(want), err_msg=f"pack_{which} {kw}")
+        cases.append((which, kw, signed, skw, row, regs, host, PACK[which](name, np.asarray(host), **kw)))
+    traced = [c for c in cases if c[1].get("fmt") not in SIX_BIT]
+
+    # the compiled codec: every variant's public calls traced inside one jit (one program per
+    # row, not one per call: the calls are the same)
+    def compiled(regs, values):
+        return ([UNPACK[which](name, r, **kw, **skw) for (which, kw, _, skw, *_), r in zip(traced, regs)],
+                [PACK[which](name, v, **kw) for (which, kw, *_), v in zip(traced, values)])
+
+    unpacked, packed = jax.jit(compiled)([c[5] for c in traced], [np.asarray(c[6]) for c in traced])
+    got = iter(zip(unpacked, packed))
+    for which, kw, signed, skw, row, regs, host, host_packed in cases:
+        if kw.get("fmt") in SIX_BIT:
+            compiled_u = _six_bit_unpack(which, name, regs, signed, row)
+            compiled_p = _six_bit_pack(which, np.asarray(host), row)
+        else:
+            compiled_u, compiled_p = next(got)
+        assert np.asarray(host).dtype == np.asarray(compiled_u).dtype, (which, kw)
+        assert np.asarray(host).shape == np.asarray(compiled_u).shape, (which, kw)
+        np.testing.assert_array_equal(_bits(host), _bits(compiled_u), err_msg=f"unpack_{which} {kw} {skw}")
+        assert host_packed.dtype == compiled_p.dtype and host_packed.shape == compiled_p.shape, (which, kw)
+        np.testing.assert_array_equal(_bits(host_packed), _bits(compiled_p), err_msg=f"pack_{which} {kw}")
 
 
 def _compiles(fn):

@@ -10,6 +10,7 @@ significand and exponent, `encode` rounds ``n * 2**e`` into a code.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -98,7 +99,13 @@ class Val:
 
 def decode(code: int, f: Fmt) -> Val:
     """The `Val` of a code of ``f`` (its low ``f.bits`` bits)."""
-    code = int(code) & ((1 << f.bits) - 1)
+    return _decode(int(code) & ((1 << f.bits) - 1), f)
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _decode(code: int, f: Fmt) -> Val:
+    """`decode` of a code already masked to ``f.bits`` bits, remembered: the references decode
+    each operand element once per output it enters (a `Val` is frozen, so sharing is safe)."""
     neg = code >> (f.bits - 1)
     ef = (code >> f.mbits) & f.emask
     mant = code & f.mmask

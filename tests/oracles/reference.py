@@ -324,6 +324,7 @@ class Ref:
             return 4 * (lane // 16) + t, lane % 16
         return 8 * (t // 4) + 4 * (lane // 32) + t % 4, lane % 32
 
+    @lru_cache(maxsize=1 << 16)  # asked once per element of every operand; a Ref is frozen (its name)
     def coord(self, which, lane, x):
         return {"a": self.a_coord, "b": self.b_coord, "c": self.c_coord}[which](lane, x)
 
