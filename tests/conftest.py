@@ -102,17 +102,22 @@ DEFAULT_SKIP = {
 }
 
 
-# The modules of the longest total time, longest first (their seconds in a cold default run of
-# f5822e6 on the 2-core EPYC: 72, 51, 33, 30, 28, 27, 26, 25, 24, 24, 24, 21, 21, 21, 19, 18), then
-# the two multihost modules of the list before (15 and 10 s, their time mostly waiting on worker
-# processes); the others follow in pytest's order (each under 19 s). pyproject.toml's addopts
-# hand whole modules to the xdist processes in this order (`--dist loadfile
-# --no-loadscope-reorder`): each module's programs are traced and compiled in one process, and
-# the longest go first so that neither process ends the run alone on a long one.
-LONG_FIRST = ("test_pallas.py", "test_sharding.py", "test_readme.py", "test_gemm.py", "test_multihost_study.py",
-              "test_matmul.py", "test_effort.py", "test_mfma_dense.py", "test_nn.py", "test_dot_general.py",
-              "test_edges_properties.py", "test_models_exact.py", "test_builtins.py", "test_fragments.py",
-              "test_edges_regressions.py", "test_network_study.py", "test_multihost_gemm.py", "test_multihost_checks.py")
+# The modules of the longest total time, longest first (their seconds in two cold default runs
+# of 53ee216 and 0fc3e8b on the 2-core EPYC, averaged: 64, 49, 29, 28, 27, 26, 25, 25, 24, 22, 22,
+# 22, 22, 22, 21, 21, 21, 20, 19, 18, 17, 17, 16, 15, 15, 15, 14, 14, 14, 13, 13, 13, 12, 12);
+# the others follow in pytest's order (each under 12 s). pyproject.toml's addopts hand whole
+# modules to the xdist processes in this order (`--dist loadfile --no-loadscope-reorder`): each
+# module's programs are traced and compiled in one process, and the longest go first so that
+# neither process ends the run alone on a long one (at 0fc3e8b, with the list of f5822e6, a 22 s
+# module that had grown past it ran last: one process ended 18 s after the other).
+LONG_FIRST = ("test_pallas.py", "test_sharding.py", "test_readme.py", "test_builtins.py", "test_mfma_dense.py",
+              "test_matmul.py", "test_bf16_value_alignment.py", "test_edges_properties.py", "test_multihost_study.py",
+              "test_effort.py", "test_edges_regressions.py", "test_transformer_study.py", "test_dot_general.py",
+              "test_buckets.py", "test_network_study.py", "test_models_exact.py", "test_nn.py", "test_gemm.py",
+              "test_models_cdna3.py", "test_vmap_messages.py", "test_gfx12.py", "test_nn_plugs.py",
+              "test_host_sparsity.py", "test_kernel.py", "test_pallas_mosaic.py", "test_fused_paths.py", "test_study.py",
+              "test_mx_scaling.py", "test_multihost_gemm.py", "test_host_codec.py", "test_rdna3_wmma.py",
+              "test_study_plots.py", "test_multihost_checks.py", "test_pallas_calls.py")
 
 
 def pytest_collection_modifyitems(config, items):

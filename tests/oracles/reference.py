@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -186,84 +186,85 @@ ELEM_BITS = {"f16": 16, "bf16": 16, "fp8": 8, "bf8": 8, "iu8": 8, "i8": 8, "iu4"
 class Ref:
     name: str
 
-    # ---- table facts
-    @property
+    # ---- table facts (cached on the instance, whose __dict__ `cached_property` writes past
+    # the frozen dataclass's __setattr__: the layouts ask for them per element)
+    @cached_property
     def row(self):
         return TABLE[self.name]
 
-    @property
+    @cached_property
     def arch(self):
         return self.row[0]
 
-    @property
+    @cached_property
     def wave(self):
         return 32 if self.arch == "gfx12" else 64
 
-    @property
+    @cached_property
     def m(self):
         return self.row[1]
 
-    @property
+    @cached_property
     def n(self):
         return self.row[1]
 
-    @property
+    @cached_property
     def kd(self):
         return self.row[2]
 
-    @property
+    @cached_property
     def kc(self):
         return self.kd // 2
 
-    @property
+    @cached_property
     def a_type(self):
         return self.row[3]
 
-    @property
+    @cached_property
     def b_type(self):
         return self.row[4]
 
-    @property
+    @cached_property
     def c_type(self):
         return self.row[5]
 
-    @property
+    @cached_property
     def a_vec(self):
         return self.row[6]
 
-    @property
+    @cached_property
     def b_vec(self):
         return self.row[7]
 
-    @property
+    @cached_property
     def c_vec(self):
         return self.row[8]
 
-    @property
+    @cached_property
     def bits(self):  # element bits of A and B
         return ELEM_BITS[self.a_type]
 
-    @property
+    @cached_property
     def na(self):  # A elements per lane
         return self.m * self.kc // self.wave
 
-    @property
+    @cached_property
     def nb(self):
         return self.kd * self.n // self.wave
 
-    @property
+    @cached_property
     def nc(self):
         return self.m * self.n // self.wave
 
-    @property
+    @cached_property
     def integer(self):
         return self.c_type == "i32"
 
-    @property
+    @cached_property
     def signed_choice(self):
         return self.a_type in ("iu8", "iu4")
 
-    @property
+    @cached_property
     def float_types(self):
         return FMTS.get(self.a_type), FMTS.get(self.b_type), FMTS.get(self.c_type)
 
