@@ -11,16 +11,17 @@ Needs the ``notebooks`` extra (nbclient, nbformat, ipykernel, matplotlib); skipp
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
 import time
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
-pytest.importorskip("matplotlib")
+# found at collection, imported by the tests that run (nbclient brings Jupyter's client and
+# ZeroMQ into every test process otherwise)
+_MISSING = [m for m in ("nbformat", "nbclient", "ipykernel", "matplotlib") if importlib.util.find_spec(m) is None]
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"needs the notebooks extra ({', '.join(_MISSING)} missing)")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -51,6 +52,9 @@ def execute(name: str, monkeypatch, small: bool = True, timeout: int = 600):
         monkeypatch.delenv("JWMMA_NOTEBOOK_SMALL", raising=False)
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    import nbclient
+    import nbformat
+
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     for cell in nb.cells:  # run from scratch, whatever outputs are stored
         if cell.cell_type == "code":
@@ -127,6 +131,8 @@ def test_a_readers_run_finishes_within_three_minutes(name, monkeypatch):
 def test_study_notebooks_say_how_to_run_the_full_study(name):
     """A reader's run is a quick version of the study (`READER_SECONDS`): a markdown cell names
     the command of the full study and where its results are. No kernel: milliseconds."""
+    import nbformat
+
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     text = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
     assert STUDIES[name][1] in text and "benchmarks/STUDY.md" in text

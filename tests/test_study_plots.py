@@ -8,21 +8,27 @@ own `aggregate` from synthetic points: no emulation, so the file runs in a few s
 """
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
-matplotlib.use("Agg")  # before pyplot is imported anywhere in this process's tests
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
+from jwmma.study import plots, stats
 
-from jwmma.study import plots, stats  # noqa: E402
+# matplotlib is imported where a test draws, not at collection in each test process
+# (`jwmma.study.plots` imports it itself when it draws)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
 
 KS = (128, 256, 512, 1024, 2048)
 
 
 @pytest.fixture(autouse=True)
 def _close_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")  # before this file's figures are drawn
+    import matplotlib.pyplot as plt
+
     yield
     plt.close("all")
 
@@ -98,6 +104,8 @@ def test_no_zero_no_zero_legend_entry():
 
 # ------------------------------------------------------------------- confidence bands
 def _band_vertices(ax):
+    from matplotlib.collections import PolyCollection
+
     polys = [c for c in ax.collections if isinstance(c, PolyCollection)]
     assert polys
     return np.concatenate([p.vertices for c in polys for p in c.get_paths()])
