@@ -10,8 +10,6 @@ policies must fail with the diff.
 """
 from __future__ import annotations
 
-import json
-import pathlib
 import re
 
 import jax
@@ -22,10 +20,7 @@ import pytest
 
 import jwmma
 from jwmma import kernel
-
-DATA = pathlib.Path(__file__).parent / "data"
-_FILES = {"gfx908": ("cdna1_mfma_calculator.json",), "gfx90a": ("cdna2_mfma_calculator.json",),
-          "gfx942": ("cdna3_mfma_calculator.json", "cdna3_mfma_more_calculator.json")}
+from tests import calculator_dumps
 
 
 # ------------------------------------------------------------- hand-written policies (calculator formulas)
@@ -230,17 +225,10 @@ def test_own_mma_may_broadcast_block_0s_a(rng):
 
 
 # ------------------------------------------------------------------------ every row from the dumps
-def _dump(target):
-    out = {}
-    for f in _FILES[target]:
-        out.update(json.loads((DATA / f).read_text())["instructions"])
-    return out
-
-
 def _table_policy(name, target):
     """A policy of ``name`` on ``target`` from the dump's (lane, element, block, row, col) entries:
     lookup tables indexed by the lane, blocks side by side along N."""
-    v = next(v for v in _dump("gfx942" if target == "gfx950" else target).values() if v["builtin"] == name)
+    v = next(v for v in calculator_dumps.instructions(target).values() if v["builtin"] == name)
     spec = jwmma.BUILTINS[name]
     ops = v["operands"]
 

@@ -14,9 +14,6 @@
 """
 from __future__ import annotations
 
-import functools
-import json
-import pathlib
 import re
 
 import ml_dtypes
@@ -25,18 +22,9 @@ import pytest
 
 import jwmma
 from jwmma.isa.table import lookup
+from tests import calculator_dumps
 from tests import mmasim_support as mmasim
 
-DATA = pathlib.Path(__file__).parent / "data"
-DUMP_FILES = {"gfx908": "cdna1_mfma_calculator.json", "gfx90a": "cdna2_mfma_calculator.json",
-              "gfx942": "cdna3_mfma_more_calculator.json"}
-
-
-@functools.cache
-def _dump(target):
-    """The calculator's instructions for ``target``, read when a test first needs them (not at
-    collection, which every test process pays)."""
-    return json.loads((DATA / DUMP_FILES[target]).read_text())["instructions"]
 F32 = ("mfma_f32_32x32x1f32", "mfma_f32_16x16x1f32", "mfma_f32_4x4x1f32")
 I8 = ("mfma_i32_32x32x4i8", "mfma_i32_16x16x4i8", "mfma_i32_4x4x4i8")
 F16 = ("mfma_f32_32x32x4f16", "mfma_f32_16x16x4f16", "mfma_f32_4x4x4f16")
@@ -50,7 +38,7 @@ ARCH = {"gfx908": "CDNA1", "gfx90a": "CDNA2", "gfx942": "CDNA3", "gfx950": "CDNA
 
 
 def _instruction(name, target):
-    dump = _dump("gfx942" if target == "gfx950" else target)
+    dump = calculator_dumps.instructions(target)
     return next(((k, v) for k, v in dump.items() if v["builtin"] == name), (None, None))
 
 

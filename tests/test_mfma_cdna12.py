@@ -15,9 +15,6 @@ rows of those two chips alone: non-1k bf16 `mfma_f32_32x32x4bf16`, `_16x16x8bf16
 """
 from __future__ import annotations
 
-import functools
-import json
-import pathlib
 import re
 
 import ml_dtypes
@@ -27,16 +24,9 @@ import pytest
 import jwmma
 from jwmma.isa.layouts import BLGP_LANES
 from jwmma.isa.table import lookup
+from tests import calculator_dumps
 from tests import mmasim_support as mmasim
 
-DATA = pathlib.Path(__file__).parent / "data"
-DUMP_FILES = {"gfx908": "cdna1_mfma_calculator.json", "gfx90a": "cdna2_mfma_calculator.json"}
-
-
-@functools.cache
-def _dump(target):
-    """The calculator's instructions for ``target``, read when a test first needs them."""
-    return json.loads((DATA / DUMP_FILES[target]).read_text())["instructions"]
 ROWS = ("mfma_f32_32x32x2f32", "mfma_f32_16x16x4f32", "mfma_f32_32x32x8f16", "mfma_f32_16x16x16f16",
         "mfma_f32_32x32x8bf16_1k", "mfma_f32_16x16x16bf16_1k")
 #: (row, target) pairs LLVM selects (isGFX90APlus keeps the bf16_1k forms off gfx908)
@@ -50,7 +40,8 @@ SUFFIX = {n: n.removeprefix("mfma_") for n in ROWS + ONLY}
 
 
 def _instruction(name, target):
-    return next(((k, v) for k, v in _dump(target).items() if v["builtin"] == name), (None, None))
+    dump = calculator_dumps.instructions(target)
+    return next(((k, v) for k, v in dump.items() if v["builtin"] == name), (None, None))
 
 
 def _entries(layout):

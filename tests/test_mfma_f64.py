@@ -14,31 +14,16 @@ gfx942 (the default) and gfx950:
 """
 from __future__ import annotations
 
-import functools
-import json
-import pathlib
-
 import jax
 import numpy as np
 import pytest
 
 import jwmma
 from jwmma.isa.table import lookup
+from tests import calculator_dumps
 from tests import mmasim_support as mmasim
 from tests.oracles import fma64 as oracle
 from tests.oracles.f64_data import float64_values as _f64
-
-DATA = pathlib.Path(__file__).parent / "data"
-_FILES = {"gfx90a": ("cdna2_mfma_calculator.json",), "gfx942": ("cdna3_mfma_calculator.json",
-                                                                "cdna3_mfma_more_calculator.json")}
-
-
-@functools.cache
-def _dump(target):
-    """The calculator's instructions for ``target`` (its files merged), read when a test first
-    needs them."""
-    return {k: v for f in _FILES[target] for k, v in json.loads((DATA / f).read_text())["instructions"].items()}
-
 
 ROWS = ("mfma_f64_16x16x4f64", "mfma_f64_4x4x4f64")
 TARGETS = ("gfx90a", "gfx942", "gfx950")
@@ -50,7 +35,7 @@ U64 = np.uint64
 
 
 def _instruction(name, target):
-    dump = _dump("gfx942" if target == "gfx950" else target)
+    dump = calculator_dumps.instructions(target)
     return next(v for v in dump.values() if v["builtin"] == name)
 
 
