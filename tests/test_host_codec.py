@@ -11,6 +11,7 @@ registers (pack_scale / unpack_scale) in both forms.
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -84,35 +85,57 @@ def _six_bit_pack(which, values, row):
                                  half=0)
 
 
+def _signed_kw(signed):
+    return {} if signed is None else {"signed": signed}
+
+
+class _Variant(NamedTuple):
+    """One variant of a row's registers (`_cases`) and its host codec's results."""
+
+    which: str
+    kw: dict
+    signed: bool | None
+    row: object
+    regs: np.ndarray
+    host: np.ndarray  # unpacked on the host
+    host_packed: np.ndarray  # ``host`` packed again on the host
+
+    @property
+    def skw(self):
+        return _signed_kw(self.signed)
+
+    @property
+    def six_bit(self):
+        return self.kw.get("fmt") in SIX_BIT
+
+
 @pytest.mark.parametrize("name,all_targets", NAMES)
 def test_host_and_compiled_codec_agree(name, all_targets, rng):
-    cases = []
+    variants = []
     for which, kw, signed, row in _cases(name, all_targets):
         regs = _random_regs(rng, row, which)
-        skw = {} if signed is None else {"signed": signed}
-        host = UNPACK[which](name, regs, **kw, **skw)
-        cases.append((which, kw, signed, skw, row, regs, host, PACK[which](name, np.asarray(host), **kw)))
-    traced = [c for c in cases if c[1].get("fmt") not in SIX_BIT]
+        host = np.asarray(UNPACK[which](name, regs, **kw, **_signed_kw(signed)))
+        variants.append(_Variant(which, kw, signed, row, regs, host, PACK[which](name, host, **kw)))
+    traced = [v for v in variants if not v.six_bit]
 
     # the compiled codec: every variant's public calls traced inside one jit (one program per
     # row, not one per call: the calls are the same)
     def compiled(regs, values):
-        return ([UNPACK[which](name, r, **kw, **skw) for (which, kw, _, skw, *_), r in zip(traced, regs)],
-                [PACK[which](name, v, **kw) for (which, kw, *_), v in zip(traced, values)])
+        return ([UNPACK[v.which](name, r, **v.kw, **v.skw) for v, r in zip(traced, regs)],
+                [PACK[v.which](name, x, **v.kw) for v, x in zip(traced, values)])
 
-    unpacked, packed = jax.jit(compiled)([c[5] for c in traced], [np.asarray(c[6]) for c in traced])
-    got = iter(zip(unpacked, packed))
-    for which, kw, signed, skw, row, regs, host, host_packed in cases:
-        if kw.get("fmt") in SIX_BIT:
-            compiled_u = _six_bit_unpack(which, name, regs, signed, row)
-            compiled_p = _six_bit_pack(which, np.asarray(host), row)
+    got = iter(zip(*jax.jit(compiled)([v.regs for v in traced], [v.host for v in traced])))
+    for v in variants:
+        if v.six_bit:
+            unpacked = _six_bit_unpack(v.which, name, v.regs, v.signed, v.row)
+            packed = _six_bit_pack(v.which, v.host, v.row)
         else:
-            compiled_u, compiled_p = next(got)
-        assert np.asarray(host).dtype == np.asarray(compiled_u).dtype, (which, kw)
-        assert np.asarray(host).shape == np.asarray(compiled_u).shape, (which, kw)
-        np.testing.assert_array_equal(_bits(host), _bits(compiled_u), err_msg=f"unpack_{which} {kw} {skw}")
-        assert host_packed.dtype == compiled_p.dtype and host_packed.shape == compiled_p.shape, (which, kw)
-        np.testing.assert_array_equal(_bits(host_packed), _bits(compiled_p), err_msg=f"pack_{which} {kw}")
+            unpacked, packed = next(got)
+        assert v.host.dtype == np.asarray(unpacked).dtype, (v.which, v.kw)
+        assert v.host.shape == np.asarray(unpacked).shape, (v.which, v.kw)
+        np.testing.assert_array_equal(_bits(v.host), _bits(unpacked), err_msg=f"unpack_{v.which} {v.kw} {v.skw}")
+        assert v.host_packed.dtype == packed.dtype and v.host_packed.shape == packed.shape, (v.which, v.kw)
+        np.testing.assert_array_equal(_bits(v.host_packed), _bits(packed), err_msg=f"pack_{v.which} {v.kw}")
 
 
 def _compiles(fn):
